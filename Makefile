@@ -1,0 +1,49 @@
+# mogames: `make run` starts everything, `make test` runs the whole suite.
+# Both set up what they need first: a virtualenv, generated gRPC code, a redis-server.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+PROTOS := $(shell find protos -name '*.proto' | sort)
+GENERATED := gen/.generated
+export PYTHONPATH := $(CURDIR):$(CURDIR)/gen
+
+.PHONY: install gen run test lint typecheck bench autoplay clean
+
+install: $(INSTALLED) $(GENERATED)
+
+$(INSTALLED): requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+# Generated code is never edited by hand: it is rebuilt whenever a .proto changes.
+gen: $(GENERATED)
+$(GENERATED): $(INSTALLED) $(PROTOS)
+	rm -rf gen && mkdir -p gen
+	$(BIN)/python -m grpc_tools.protoc -Iprotos --python_out=gen --pyi_out=gen --grpc_python_out=gen $(PROTOS)
+	touch $@
+
+run: install
+	$(BIN)/python -m deploy.local
+
+test: install
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: install
+	$(BIN)/mypy services gateway
+
+bench: install
+	$(BIN)/python -m tools.bench $(BENCH_ARGS)
+
+autoplay: install
+	$(BIN)/python -m tools.autoplay $(AUTOPLAY_ARGS)
+
+clean:
+	rm -rf $(VENV) gen .pytest_cache .ruff_cache .mypy_cache .run

@@ -1,0 +1,136 @@
+"""The contract between a pure rules engine and the platform.
+
+Every game module (``services/<game>/rules.py``) exposes ``GAME: GameInfo`` and a
+``State`` class with the small fixed API below. Moves, events and views are plain
+JSON-compatible dicts shaped exactly like the game's protobuf messages (proto field
+names; a move or event is ``{"<oneof field>": {...fields...}}``), so the service
+layer translates them generically and the engine never imports protobuf.
+
+This module, like every rules engine, imports nothing of grpc, redis, asyncio or
+logging: ``tests/test_purity.py`` enforces it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Self
+
+JsonDict = dict[str, Any]
+
+
+class MoveError(Exception):
+    """Base of every refusal of a move; the refused move changes nothing."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(f"{rule}: {message}")
+        self.rule = rule
+        self.message = message
+
+
+class MalformedMove(MoveError):
+    """The move is not well formed (unknown kind, missing or out-of-range field).
+
+    ``rule`` names the offending field, e.g. ``"move.play_card.position"``.
+    Maps to INVALID_ARGUMENT.
+    """
+
+
+class RuleViolation(MoveError):
+    """The move is well formed but the rules forbid it now.
+
+    ``rule`` is a short stable identifier such as ``"not_your_turn"`` or
+    ``"follow_suit"``. Maps to FAILED_PRECONDITION.
+    """
+
+
+class NotYourTurn(RuleViolation):
+    def __init__(self, seat: int) -> None:
+        super().__init__("not_your_turn", f"seat {seat} has no decision to make now")
+
+
+class BadOptions(MoveError):
+    """Match creation parameters (player count, options) are invalid: INVALID_ARGUMENT."""
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something that happened, as the game's MatchEvent oneof dict.
+
+    ``to`` lists the seats allowed to see it; ``None`` means everyone,
+    spectators included. Secrets (a drawn card) go in an event addressed to
+    their owner, next to a public event without the secret.
+    """
+
+    body: JsonDict
+    to: tuple[int, ...] | None = None
+
+    def visible_to(self, seat: int | None) -> bool:
+        return self.to is None or (seat is not None and seat in self.to)
+
+
+@dataclass(frozen=True)
+class OptionInfo:
+    name: str
+    type: str
+    description: str
+    default: Any
+
+
+@dataclass(frozen=True)
+class GameInfo:
+    name: str  # "happy_mochi"
+    title: str  # "Happy Mochi"
+    package: str  # "happymochi": proto package mogames.<package>.v1
+    service: str  # "HappyMochi": gRPC service name
+    min_players: int
+    max_players: int
+    options: tuple[OptionInfo, ...] = field(default_factory=tuple)
+
+    @property
+    def full_service(self) -> str:
+        return f"mogames.{self.package}.v1.{self.service}"
+
+    def check_players(self, players: int) -> None:
+        if not self.min_players <= players <= self.max_players:
+            raise BadOptions(
+                "players",
+                f"{self.title} takes {self.min_players} to {self.max_players} players, not {players}",
+            )
+
+
+class GameState(Protocol):
+    """What every ``rules.State`` provides (OpenSpiel-style fixed API)."""
+
+    @classmethod
+    def new(cls, players: int, seed: int, options: JsonDict) -> Self: ...
+
+    @classmethod
+    def from_dict(cls, data: JsonDict) -> Self: ...
+
+    def to_dict(self) -> JsonDict: ...
+
+    def active_seats(self) -> list[int]: ...
+
+    def legal_moves(self, seat: int) -> list[JsonDict]: ...
+
+    def apply(self, seat: int, move: JsonDict) -> list[Event]: ...
+
+    def is_over(self) -> bool: ...
+
+    def scores(self) -> list[int]: ...
+
+    def winners(self) -> list[int]: ...
+
+    def view(self, seat: int | None) -> JsonDict: ...
+
+
+def rng(seed: int, *salt: object) -> random.Random:
+    """A deterministic random source for one chance event.
+
+    States store only the match seed and a counter, not a generator's state, so
+    the same seed and the same moves always give the same match.
+    """
+    key = ":".join([str(seed), *map(str, salt)]).encode()
+    return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
