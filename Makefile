@@ -22,7 +22,7 @@ $(INSTALLED): requirements.txt requirements-dev.txt
 # Generated code is never edited by hand: it is rebuilt whenever a .proto changes.
 gen: $(GENERATED)
 $(GENERATED): $(INSTALLED) $(PROTOS)
-	rm -rf gen && mkdir -p gen
+	mkdir -p gen
 	$(BIN)/python -m grpc_tools.protoc -Iprotos --python_out=gen --pyi_out=gen --grpc_python_out=gen $(PROTOS)
 	touch $@
 
