@@ -1,0 +1,3 @@
+from gateway.server import cli
+
+cli()

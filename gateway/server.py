@@ -1,0 +1,62 @@
+"""The gateway process: ``python -m gateway``. One public port for every game."""
+
+from __future__ import annotations
+
+import sys
+
+import grpc
+
+from gateway.backends import ReplicaPool
+from gateway.lobby import LobbyServicer
+from gateway.proxy import GameProxy
+from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
+from services.catalog import rules_module
+from services.runtime import logs, serving
+from services.runtime.codec import Codec
+from services.runtime.settings import GatewaySettings, SettingsError
+
+
+def build(settings: GatewaySettings) -> tuple[grpc.aio.Server, serving.health.HealthServicer, list[ReplicaPool], int]:
+    routes: dict[str, tuple[ReplicaPool, bool]] = {}
+    pools = []
+    games = []
+    for game_name, addresses in settings.backends.items():
+        game = rules_module(game_name).GAME
+        games.append(game)
+        pool = ReplicaPool(addresses)
+        pools.append(pool)
+        # Importing the game's generated code also registers its descriptors for reflection.
+        service = Codec(game).pb2.DESCRIPTOR.services_by_name[game.service]
+        for method in service.methods:
+            routes[f"/{service.full_name}/{method.name}"] = (pool, method.server_streaming)
+    server = serving.new_server()
+    server.add_generic_rpc_handlers([GameProxy(routes)])
+    lobby_pb2_grpc.add_LobbyServicer_to_server(LobbyServicer(games), server)
+    lobby_service = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
+    checker = serving.add_health_and_reflection(server, [lobby_service, *(g.full_service for g in games)])
+    port = server.add_insecure_port(settings.listen)
+    return server, checker, pools, port
+
+
+async def main(settings: GatewaySettings) -> None:
+    server, checker, pools, port = build(settings)
+    serving.log.info("gateway", port=port, games=sorted(settings.backends))
+
+    async def close() -> None:
+        for pool in pools:
+            await pool.close()
+
+    await serving.serve_until_signalled(server, checker, settings.shutdown_grace_s, close)
+
+
+def cli() -> None:
+    try:
+        settings = GatewaySettings.from_env()
+    except SettingsError as error:
+        sys.exit(f"mogames gateway: bad settings: {error}")
+    logs.configure(settings.log_level, service="gateway")
+    serving.run(main(settings))
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,94 @@
+"""Every error a client can get, and the one place that maps errors to gRPC status codes.
+
+Refusals carry rich details (``grpc-status-details-bin``): an ``ErrorInfo`` whose
+``reason`` is the rule id (``follow_suit``, ``stale_version``), and for malformed input a
+``BadRequest`` naming the field.
+"""
+
+from __future__ import annotations
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from services.engine import BadOptions, MalformedMove, MoveError, RuleViolation
+
+DOMAIN = "mogames"
+
+
+class ServiceError(Exception):
+    code = grpc.StatusCode.INTERNAL
+    reason = "internal"
+
+    def __init__(self, message: str, reason: str | None = None, field: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason or self.reason
+        self.field = field
+
+
+class InvalidArgument(ServiceError):
+    code = grpc.StatusCode.INVALID_ARGUMENT
+    reason = "invalid_argument"
+
+
+class NotFound(ServiceError):
+    code = grpc.StatusCode.NOT_FOUND
+    reason = "match_not_found"
+
+
+class FailedPrecondition(ServiceError):
+    code = grpc.StatusCode.FAILED_PRECONDITION
+    reason = "failed_precondition"
+
+
+class Aborted(ServiceError):
+    code = grpc.StatusCode.ABORTED
+    reason = "stale_version"
+
+
+class Unauthenticated(ServiceError):
+    code = grpc.StatusCode.UNAUTHENTICATED
+    reason = "unauthenticated"
+
+
+class PermissionDenied(ServiceError):
+    code = grpc.StatusCode.PERMISSION_DENIED
+    reason = "permission_denied"
+
+
+def to_service_error(error: Exception) -> ServiceError | None:
+    """The client-facing form of a known error; None for a bug (INTERNAL)."""
+    if isinstance(error, ServiceError):
+        return error
+    if isinstance(error, (MalformedMove, BadOptions)):
+        return InvalidArgument(str(error), reason="invalid_argument", field=error.rule)
+    if isinstance(error, RuleViolation):
+        return FailedPrecondition(str(error), reason=error.rule)
+    if isinstance(error, MoveError):
+        return InvalidArgument(str(error), field=error.rule)
+    return None
+
+
+def to_status(error: ServiceError) -> grpc.Status:
+    details = []
+    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN)
+    details.append(info)
+    if error.field:
+        details.append(
+            error_details_pb2.BadRequest(
+                field_violations=[
+                    error_details_pb2.BadRequest.FieldViolation(field=error.field, description=error.message)
+                ]
+            )
+        )
+    packed = []
+    for detail in details:
+        any_detail = any_pb2.Any()
+        any_detail.Pack(detail)
+        packed.append(any_detail)
+    status = status_pb2.Status(
+        code=getattr(code_pb2, error.code.name), message=error.message, details=packed
+    )
+    return rpc_status.to_status(status)

@@ -1,0 +1,27 @@
+"""Every Redis key the platform uses, in one place.
+
+Per-match keys carry the match id as a ``{hash tag}`` so that all keys of one match
+live in one Redis Cluster slot and one Lua script may touch them together.
+"""
+
+PREFIX = "mg"
+
+
+def match(match_id: str) -> str:
+    """Hash: ``rev`` (compare-and-set counter of every write) and ``doc`` (JSON)."""
+    return f"{PREFIX}:{{{match_id}}}:match"
+
+
+def events(match_id: str) -> str:
+    """Stream of the match's events; entry ids are ``<version>-<seq>``."""
+    return f"{PREFIX}:{{{match_id}}}:events"
+
+
+def request(match_id: str, seat: int, request_id: str) -> str:
+    """The recorded answer to one ``SubmitMove`` request id of one seat."""
+    return f"{PREFIX}:{{{match_id}}}:req:{seat}:{request_id}"
+
+
+def game_moves(game: str) -> str:
+    """Capped stream of every accepted move of one game, for downstream consumers."""
+    return f"{PREFIX}:game:{game}:moves"

@@ -1,0 +1,297 @@
+"""The authority: every match operation of one game, checked in a fixed order.
+
+For a move: action (well formed), credentials, match, game over, active seat, move
+legality, state version; then apply on a copy and commit atomically. Nothing here
+knows about protobuf or gRPC: the servicer translates, ``errors`` maps.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import structlog
+
+from services.engine import Event, GameInfo, NotYourTurn
+from services.runtime import auth, keys
+from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from services.runtime.settings import ServiceSettings
+from services.runtime.store import MatchRecord, MatchStore, StoredEvent
+
+WAITING = "WAITING_FOR_PLAYERS"
+IN_PROGRESS = "IN_PROGRESS"
+FINISHED = "FINISHED"
+ABANDONED = "ABANDONED"
+
+MAX_PLAYER_NAME = 64
+MAX_REQUEST_ID = 128
+# Commit attempts when other writers keep winning the race and the client set no
+# expected_version; past this the client gets ABORTED and may retry.
+MAX_COMMIT_ATTEMPTS = 20
+WATCH_BLOCK_MS = 5_000
+
+log = structlog.get_logger("matches")
+
+
+@dataclass(frozen=True)
+class MatchFacts:
+    """Public facts of a match (the ``Match`` message)."""
+
+    match_id: str
+    game: str
+    players: int
+    status: str
+    version: int
+    seats: list[str | None]
+    scores: list[int]
+    winners: list[int]
+    active_seats: list[int]
+
+
+@dataclass(frozen=True)
+class MoveResult:
+    version: int
+    events: list[StoredEvent]
+    active_seats: list[int]
+    status: str
+
+
+class MatchService:
+    def __init__(
+        self, rules: ModuleType, store: MatchStore, settings: ServiceSettings, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.rules = rules
+        self.game: GameInfo = rules.GAME
+        self.store = store
+        self.settings = settings
+        self.clock = clock
+
+    # -- reading ---------------------------------------------------------------------
+
+    def _status(self, record: MatchRecord) -> str:
+        """Stored status, or ABANDONED for an unfinished match idle for too long."""
+        idle = self.clock() - record.updated_at
+        if record.status in (WAITING, IN_PROGRESS) and idle > self.settings.abandon_after_s:
+            return ABANDONED
+        return record.status
+
+    async def _load(self, match_id: str) -> MatchRecord:
+        if not match_id:
+            raise InvalidArgument("match_id: required", field="match_id")
+        record = await self.store.load(match_id)
+        if record is None:
+            raise NotFound(f"match_id: no match {match_id!r} (unknown or expired)")
+        return record
+
+    def facts(self, record: MatchRecord) -> MatchFacts:
+        status = self._status(record)
+        state = self.rules.State.from_dict(record.state)
+        over = status == FINISHED
+        return MatchFacts(
+            match_id=record.match_id,
+            game=self.game.name,
+            players=record.players,
+            status=status,
+            version=record.version,
+            seats=record.seats,
+            scores=list(state.scores()),
+            winners=list(state.winners()) if over else [],
+            active_seats=list(state.active_seats()) if status == IN_PROGRESS else [],
+        )
+
+    async def get_match(self, match_id: str) -> MatchFacts:
+        return self.facts(await self._load(match_id))
+
+    async def get_view(self, match_id: str, token: str | None) -> tuple[dict[str, Any], int, int, list[int]]:
+        seat = self._seat(token, match_id)
+        record = await self._load(match_id)
+        state = self.rules.State.from_dict(record.state)
+        active = list(state.active_seats()) if self._status(record) == IN_PROGRESS else []
+        return state.view(seat), record.version, seat, active
+
+    async def legal_moves(self, match_id: str, token: str | None) -> tuple[list[dict[str, Any]], int]:
+        seat = self._seat(token, match_id)
+        record = await self._load(match_id)
+        if self._status(record) != IN_PROGRESS:
+            return [], record.version
+        return self.rules.State.from_dict(record.state).legal_moves(seat), record.version
+
+    def _seat(self, token: str | None, match_id: str) -> int:
+        if token is None:
+            raise auth.Unauthenticated("authorization: missing 'Bearer <token>' metadata (from JoinMatch)")
+        if not match_id:
+            raise InvalidArgument("match_id: required", field="match_id")
+        seat = auth.seat_from_token(self.settings.token_secret, token, match_id)
+        structlog.contextvars.bind_contextvars(seat=seat)
+        return seat
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def create_match(self, players: int, seed: int | None, options: dict[str, Any]) -> MatchFacts:
+        self.game.check_players(players)
+        seed = secrets.randbits(63) if seed is None else seed
+        state = self.rules.State.new(players, seed, options)
+        now = self.clock()
+        record = MatchRecord(
+            match_id=auth.new_match_id(),
+            game=self.game.name,
+            players=players,
+            seed=seed,
+            options=options,
+            seats=[None] * players,
+            status=WAITING,
+            version=0,
+            state=state.to_dict(),
+            created_at=now,
+            updated_at=now,
+        )
+        await self.store.create(record, self._ttl(record))
+        log.info("match_created", match_id=record.match_id, players=players)
+        return self.facts(record)
+
+    async def join_match(self, match_id: str, player_name: str) -> tuple[int, str, MatchFacts]:
+        name = player_name.strip()
+        if not name or len(name) > MAX_PLAYER_NAME:
+            raise InvalidArgument(
+                f"player_name: 1 to {MAX_PLAYER_NAME} characters required", field="player_name"
+            )
+        while True:
+            record = await self._load(match_id)
+            status = self._status(record)
+            if status != WAITING:
+                raise FailedPrecondition(f"match_full: match is {status}, no free seat", reason="match_full")
+            seat = record.seats.index(None)
+            record.seats[seat] = name
+            events = [StoredEvent(0, record.event_seq + 1, None, {"player_joined": {"seat": seat, "player_name": name}})]
+            if None not in record.seats:
+                record.status = IN_PROGRESS
+                events.append(StoredEvent(0, record.event_seq + 2, None, {"match_started": {"players": record.players}}))
+            record.event_seq += len(events)
+            record.updated_at = self.clock()
+            result = await self.store.commit(record, events, self._ttl(record))
+            if result.outcome == "ok":
+                record.rev = result.rev
+                structlog.contextvars.bind_contextvars(seat=seat)
+                log.info("player_joined", started=record.status == IN_PROGRESS)
+                token = auth.issue_token(self.settings.token_secret, match_id, seat)
+                return seat, token, self.facts(record)
+            # Another join won the race for this seat: read again and take the next one.
+
+    def _ttl(self, record: MatchRecord) -> int:
+        if record.status in (FINISHED, ABANDONED):
+            return self.settings.finished_ttl_s
+        return self.settings.abandon_after_s + self.settings.finished_ttl_s
+
+    # -- moves -----------------------------------------------------------------------
+
+    async def submit_move(
+        self,
+        match_id: str,
+        token: str | None,
+        move: dict[str, Any] | None,
+        expected_version: int | None,
+        request_id: str,
+    ) -> MoveResult:
+        if not move:
+            raise InvalidArgument("move: no move kind set", field="move")
+        if len(request_id) > MAX_REQUEST_ID:
+            raise InvalidArgument(f"request_id: at most {MAX_REQUEST_ID} characters", field="request_id")
+        seat = self._seat(token, match_id)
+        request_key = keys.request(match_id, seat, request_id) if request_id else None
+        for _ in range(MAX_COMMIT_ATTEMPTS):
+            record = await self._load(match_id)
+            if request_key and (answer := await self.store.request_answer(request_key)):
+                return await self._replay(record, seat, answer)
+            status = self._status(record)
+            if status == WAITING:
+                raise FailedPrecondition("match_not_started: waiting for players to join", reason="match_not_started")
+            if status != IN_PROGRESS:
+                raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
+            state = self.rules.State.from_dict(record.state)
+            if seat not in state.active_seats():
+                raise NotYourTurn(seat)
+            events = state.apply(seat, move)
+            if expected_version is not None and expected_version != record.version:
+                raise Aborted(
+                    f"expected_version: match is at version {record.version}, not {expected_version}",
+                    field="expected_version",
+                )
+            stored = self._advance(record, state, events)
+            answer = json.dumps({"version": record.version})
+            result = await self.store.commit(
+                record, stored, self._ttl(record), request_key, answer, self.settings.finished_ttl_s
+            )
+            if result.outcome == "duplicate":
+                return await self._replay(record, seat, result.previous_answer)
+            if result.outcome == "ok":
+                await self._publish(record, seat, move)
+                return MoveResult(
+                    version=record.version,
+                    events=[e for e in stored if e.visible_to(seat)],
+                    active_seats=self._active(record, state),
+                    status=record.status,
+                )
+            if expected_version is not None:
+                raise Aborted(
+                    f"expected_version: another move was committed first, match is past {expected_version}",
+                    field="expected_version",
+                )
+        raise Aborted("contention: too many concurrent moves on this match, retry", reason="contention")
+
+    def _advance(self, record: MatchRecord, state: Any, events: list[Event]) -> list[StoredEvent]:
+        """Move ``record`` to the next version holding ``state``; the events to store."""
+        record.version += 1
+        bodies = [(e.body, e.to) for e in events]
+        if state.is_over():
+            record.status = FINISHED
+            ended = {"status": FINISHED, "scores": list(state.scores()), "winners": list(state.winners())}
+            bodies.append(({"match_ended": ended}, None))
+        record.state = state.to_dict()
+        record.updated_at = self.clock()
+        record.event_seq = len(bodies)
+        return [StoredEvent(record.version, i + 1, to, body) for i, (body, to) in enumerate(bodies)]
+
+    def _active(self, record: MatchRecord, state: Any) -> list[int]:
+        return list(state.active_seats()) if record.status == IN_PROGRESS else []
+
+    async def _replay(self, record: MatchRecord, seat: int, answer: str) -> MoveResult:
+        """The first answer to a retried request id: same version, same events."""
+        version = int(json.loads(answer)["version"])
+        events = await self.store.events_of_version(record.match_id, version)
+        state = self.rules.State.from_dict(record.state)
+        status = self._status(record)
+        active = list(state.active_seats()) if status == IN_PROGRESS else []
+        log.info("move_replayed", version=version)
+        return MoveResult(version, [e for e in events if e.visible_to(seat)], active, status)
+
+    async def _publish(self, record: MatchRecord, seat: int, move: dict[str, Any]) -> None:
+        # After the commit, outside the match's hash slot: this feed is for downstream
+        # consumers; the match stream (written atomically above) is the source of truth.
+        fields = {"match_id": record.match_id, "version": record.version, "seat": seat, "move": json.dumps(move)}
+        await self.store.publish_game_move(self.game.name, fields, self.settings.game_stream_maxlen)
+        log.info("move_committed", version=record.version, status=record.status)
+
+    # -- watching --------------------------------------------------------------------
+
+    async def watch(self, match_id: str, token: str | None, after_version: int) -> AsyncIterator[StoredEvent]:
+        """Events after ``after_version`` in order, then live ones, until the match ends."""
+        seat = None if token is None else self._seat(token, match_id)
+        await self._load(match_id)
+        last_id = f"{after_version}-18446744073709551615"
+        while True:
+            batch = await self.store.events_after(match_id, last_id, WATCH_BLOCK_MS)
+            for event in batch:
+                last_id = event.stream_id
+                if event.visible_to(seat):
+                    yield event
+                if "match_ended" in event.body:
+                    return
+            if not batch:
+                record = await self.store.load(match_id)
+                if record is None or self._status(record) not in (WAITING, IN_PROGRESS):
+                    return  # expired, or over with nothing left to send

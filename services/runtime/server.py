@@ -1,0 +1,53 @@
+"""One game service process: ``python -m services <game>``."""
+
+from __future__ import annotations
+
+import sys
+
+import grpc
+import redis.asyncio as aioredis
+
+from services.catalog import rules_module
+from services.runtime import logs, serving
+from services.runtime.codec import Codec
+from services.runtime.matches import MatchService
+from services.runtime.servicer import GameServicer
+from services.runtime.settings import ServiceSettings, SettingsError
+from services.runtime.store import MatchStore
+
+
+def redis_client(url: str) -> aioredis.Redis:
+    # Watchers block on XREAD, each holding a connection: allow many.
+    return aioredis.Redis.from_url(url, max_connections=2048, health_check_interval=30)
+
+
+async def build(settings: ServiceSettings) -> tuple[grpc.aio.Server, serving.health.HealthServicer, aioredis.Redis, int]:
+    """A ready-to-start server for ``settings.game``, and the port it bound."""
+    rules = rules_module(settings.game)
+    client = redis_client(settings.redis_url)
+    await client.ping()
+    codec = Codec(rules.GAME)
+    server = serving.new_server()
+    GameServicer(MatchService(rules, MatchStore(client), settings), codec).add_to_server(server)
+    checker = serving.add_health_and_reflection(server, [rules.GAME.full_service])
+    port = server.add_insecure_port(settings.listen)
+    return server, checker, client, port
+
+
+async def main(settings: ServiceSettings) -> None:
+    server, checker, client, port = await build(settings)
+    serving.log.info("game_service", game=settings.game, port=port)
+    await serving.serve_until_signalled(server, checker, settings.shutdown_grace_s, client.aclose)
+
+
+def cli(argv: list[str]) -> None:
+    try:
+        settings = ServiceSettings.from_env(argv[0] if argv else None)
+    except SettingsError as error:
+        sys.exit(f"mogames: bad settings: {error}")
+    logs.configure(settings.log_level, service=settings.game)
+    serving.run(main(settings))
+
+
+if __name__ == "__main__":
+    cli(sys.argv[1:])

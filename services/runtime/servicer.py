@@ -1,0 +1,103 @@
+"""The seven RPCs of every game, translated between protobuf and ``MatchService``.
+
+One generic servicer serves every game: the game's generated ``add_<Service>Servicer_to_server``
+binds these methods by name. Errors are mapped to status codes by the interceptor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import structlog
+from google.protobuf.message import Message
+
+from mogames.common.v1 import common_pb2
+from services.runtime.auth import bearer_token
+from services.runtime.codec import Codec
+from services.runtime.matches import MatchFacts, MatchService
+
+
+def match_message(facts: MatchFacts) -> common_pb2.Match:
+    return common_pb2.Match(
+        match_id=facts.match_id,
+        game=facts.game,
+        players=facts.players,
+        status=common_pb2.MatchStatus.Value(facts.status),
+        version=facts.version,
+        seats=[
+            common_pb2.Seat(seat=i, player_name=name or "", taken=name is not None)
+            for i, name in enumerate(facts.seats)
+        ],
+        scores=facts.scores,
+        winners=facts.winners,
+        active_seats=facts.active_seats,
+    )
+
+
+def _token(context: grpc.aio.ServicerContext) -> str | None:
+    return bearer_token(context.invocation_metadata())
+
+
+def _bind(**values: Any) -> None:
+    structlog.contextvars.bind_contextvars(**values)
+
+
+class GameServicer:
+    def __init__(self, service: MatchService, codec: Codec) -> None:
+        self.service = service
+        self.codec = codec
+
+    def add_to_server(self, server: grpc.aio.Server) -> None:
+        getattr(self.codec.pb2_grpc, f"add_{self.codec.game.service}Servicer_to_server")(self, server)
+
+    async def CreateMatch(self, request: Any, context: grpc.aio.ServicerContext) -> common_pb2.Match:
+        seed = request.seed if request.HasField("seed") else None
+        facts = await self.service.create_match(request.players, seed, self.codec.options(request))
+        return match_message(facts)
+
+    async def JoinMatch(
+        self, request: common_pb2.JoinMatchRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.JoinMatchResponse:
+        _bind(match_id=request.match_id)
+        seat, token, facts = await self.service.join_match(request.match_id, request.player_name)
+        return common_pb2.JoinMatchResponse(seat=seat, token=token, match=match_message(facts))
+
+    async def GetMatch(self, request: common_pb2.GetMatchRequest, context: grpc.aio.ServicerContext) -> Message:
+        _bind(match_id=request.match_id)
+        return match_message(await self.service.get_match(request.match_id))
+
+    async def GetView(self, request: common_pb2.GetViewRequest, context: grpc.aio.ServicerContext) -> Message:
+        _bind(match_id=request.match_id)
+        body, version, seat, active = await self.service.get_view(request.match_id, _token(context))
+        return self.codec.view(body, version, seat, active)
+
+    async def ListLegalMoves(
+        self, request: common_pb2.ListLegalMovesRequest, context: grpc.aio.ServicerContext
+    ) -> Message:
+        _bind(match_id=request.match_id)
+        moves, version = await self.service.legal_moves(request.match_id, _token(context))
+        return self.codec.pb2.ListLegalMovesResponse(
+            moves=[self.codec.move_out(m) for m in moves], version=version
+        )
+
+    async def SubmitMove(self, request: Any, context: grpc.aio.ServicerContext) -> Message:
+        _bind(match_id=request.match_id, request_id=request.request_id)
+        expected = request.expected_version if request.HasField("expected_version") else None
+        result = await self.service.submit_move(
+            request.match_id, _token(context), self.codec.move_in(request.move), expected, request.request_id
+        )
+        return self.codec.pb2.SubmitMoveResponse(
+            version=result.version,
+            events=[self.codec.event(e) for e in result.events],
+            active_seats=result.active_seats,
+            status=common_pb2.MatchStatus.Value(result.status),
+        )
+
+    async def WatchMatch(
+        self, request: common_pb2.WatchMatchRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Message]:
+        _bind(match_id=request.match_id)
+        async for event in self.service.watch(request.match_id, _token(context), request.after_version):
+            yield self.codec.event(event)

@@ -1,0 +1,126 @@
+"""Settings from environment variables, checked at start-up: a bad value stops the process."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+
+class SettingsError(RuntimeError):
+    pass
+
+
+def _int(name: str, default: int, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SettingsError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _str(name: str, default: str | None = None) -> str:
+    value = os.environ.get(name) or default
+    if value is None:
+        raise SettingsError(f"{name} is required")
+    return value
+
+
+def _address(name: str, default: str) -> str:
+    value = _str(name, default)
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise SettingsError(f"{name} must be host:port, got {value!r}")
+    return value
+
+
+def _redis_url(name: str, default: str) -> str:
+    value = _str(name, default)
+    if urlparse(value).scheme not in ("redis", "rediss", "unix"):
+        raise SettingsError(f"{name} must be a redis://, rediss:// or unix:// URL, got {value!r}")
+    return value
+
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _log_level() -> str:
+    level = _str("MOGAMES_LOG_LEVEL", "info").lower()
+    if level not in LOG_LEVELS:
+        raise SettingsError(f"MOGAMES_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+    return level
+
+
+@dataclass(frozen=True)
+class ServiceSettings:
+    """A game service process."""
+
+    game: str
+    listen: str
+    redis_url: str
+    token_secret: bytes
+    finished_ttl_s: int
+    abandon_after_s: int
+    game_stream_maxlen: int
+    shutdown_grace_s: int
+    log_level: str
+
+    @classmethod
+    def from_env(cls, game: str | None = None) -> ServiceSettings:
+        from services.catalog import GAME_PACKAGES
+
+        game = game or _str("MOGAMES_GAME")
+        if game not in GAME_PACKAGES:
+            raise SettingsError(f"MOGAMES_GAME must be one of {', '.join(GAME_PACKAGES)}, got {game!r}")
+        secret = _str("MOGAMES_TOKEN_SECRET")
+        if len(secret) < 16:
+            raise SettingsError("MOGAMES_TOKEN_SECRET must be at least 16 characters")
+        return cls(
+            game=game,
+            listen=_address("MOGAMES_LISTEN", "127.0.0.1:50061"),
+            redis_url=_redis_url("MOGAMES_REDIS_URL", "redis://127.0.0.1:6379/0"),
+            token_secret=secret.encode(),
+            finished_ttl_s=_int("MOGAMES_FINISHED_TTL_S", 24 * 3600, minimum=1),
+            abandon_after_s=_int("MOGAMES_ABANDON_AFTER_S", 3600, minimum=1),
+            game_stream_maxlen=_int("MOGAMES_GAME_STREAM_MAXLEN", 100_000, minimum=1),
+            shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
+            log_level=_log_level(),
+        )
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    """The gateway: one public port, and each game's backend replicas."""
+
+    listen: str
+    backends: dict[str, tuple[str, ...]]
+    shutdown_grace_s: int
+    log_level: str
+
+    @classmethod
+    def from_env(cls) -> GatewaySettings:
+        from services.catalog import GAME_PACKAGES
+
+        backends: dict[str, tuple[str, ...]] = {}
+        for game in GAME_PACKAGES:
+            name = f"MOGAMES_BACKENDS_{game.upper()}"
+            raw = os.environ.get(name, "")
+            addresses = tuple(a.strip() for a in raw.split(",") if a.strip())
+            for address in addresses:
+                if not address.rpartition(":")[2].isdigit():
+                    raise SettingsError(f"{name} must list host:port addresses, got {address!r}")
+            if addresses:
+                backends[game] = addresses
+        if not backends:
+            raise SettingsError("set MOGAMES_BACKENDS_<GAME> (e.g. MOGAMES_BACKENDS_HAPPY_MOCHI) for a game")
+        return cls(
+            listen=_address("MOGAMES_GATEWAY_LISTEN", "0.0.0.0:50051"),
+            backends=backends,
+            shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
+            log_level=_log_level(),
+        )

@@ -1,0 +1,171 @@
+"""Match state in Redis: one hash per match, one event stream per match, atomic commits.
+
+Every write is a compare-and-set on the match's ``rev`` counter inside one Lua script,
+which also appends the write's events to the match stream and records the request id.
+So a move is committed whole or not at all, and two replicas racing on one match cannot
+both commit against the same revision.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from services.runtime import keys
+
+# KEYS: match hash, events stream, request record.
+# ARGV: expected rev, new doc, ttl seconds, request value ('' = no request id),
+#       request ttl, then event id / payload pairs.
+_COMMIT = """
+if ARGV[4] ~= '' then
+  local previous = redis.call('GET', KEYS[3])
+  if previous then return {'duplicate', previous} end
+end
+local rev = redis.call('HGET', KEYS[1], 'rev')
+if rev ~= ARGV[1] then return {'conflict', rev or ''} end
+local new_rev = tonumber(rev) + 1
+redis.call('HSET', KEYS[1], 'rev', new_rev, 'doc', ARGV[2])
+for i = 6, #ARGV, 2 do
+  redis.call('XADD', KEYS[2], ARGV[i], 'e', ARGV[i + 1])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('EXPIRE', KEYS[2], ARGV[3]) end
+if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
+return {'ok', tostring(new_rev)}
+"""
+
+
+@dataclass
+class MatchRecord:
+    """Everything stored about a match. ``state`` is the engine's own snapshot."""
+
+    match_id: str
+    game: str
+    players: int
+    seed: int
+    options: dict[str, Any]
+    seats: list[str | None]
+    status: str
+    version: int
+    state: dict[str, Any]
+    created_at: float
+    updated_at: float
+    # Sequence number of the last event stored under the current version.
+    event_seq: int = 0
+    rev: int = field(default=0, compare=False)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        del data["rev"]
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, raw: str | bytes, rev: int) -> MatchRecord:
+        return cls(**json.loads(raw), rev=rev)
+
+
+@dataclass(frozen=True)
+class StoredEvent:
+    version: int
+    seq: int
+    to: tuple[int, ...] | None
+    body: dict[str, Any]
+
+    @property
+    def stream_id(self) -> str:
+        return f"{self.version}-{self.seq}"
+
+    def payload(self) -> str:
+        return json.dumps({"to": self.to, "body": self.body}, separators=(",", ":"))
+
+    @classmethod
+    def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> StoredEvent:
+        text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
+        version, seq = (int(part) for part in text.split("-"))
+        data = json.loads(fields[b"e"] if b"e" in fields else fields["e"])
+        to = tuple(data["to"]) if data["to"] is not None else None
+        return cls(version=version, seq=seq, to=to, body=data["body"])
+
+    def visible_to(self, seat: int | None) -> bool:
+        return self.to is None or (seat is not None and seat in self.to)
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    outcome: str  # "ok", "conflict" or "duplicate"
+    rev: int = 0
+    previous_answer: str = ""
+
+
+class MatchStore:
+    def __init__(self, client: aioredis.Redis) -> None:
+        self.redis = client
+        self._commit = client.register_script(_COMMIT)
+
+    async def create(self, record: MatchRecord, ttl_s: int) -> None:
+        key = keys.match(record.match_id)
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(key, mapping={"rev": 0, "doc": record.to_json()})
+            pipe.expire(key, ttl_s)
+            await pipe.execute()
+
+    async def load(self, match_id: str) -> MatchRecord | None:
+        rev, doc = await self.redis.hmget(keys.match(match_id), ["rev", "doc"])
+        if doc is None:
+            return None
+        return MatchRecord.from_json(doc, int(rev))
+
+    async def commit(
+        self,
+        record: MatchRecord,
+        events: list[StoredEvent],
+        ttl_s: int,
+        request_key: str | None = None,
+        request_answer: str = "",
+        request_ttl_s: int = 0,
+    ) -> CommitResult:
+        """Write ``record`` if nobody wrote since it was loaded (its ``rev``)."""
+        match_id = record.match_id
+        argv: list[Any] = [
+            record.rev,
+            record.to_json(),
+            ttl_s,
+            request_answer if request_key else "",
+            max(request_ttl_s, 1),
+        ]
+        for event in events:
+            argv += [event.stream_id, event.payload()]
+        request = request_key or keys.request(match_id, 0, "-")
+        result = await self._commit(keys=[keys.match(match_id), keys.events(match_id), request], args=argv)
+        outcome = result[0].decode() if isinstance(result[0], bytes) else result[0]
+        value = result[1].decode() if isinstance(result[1], bytes) else result[1]
+        if outcome == "ok":
+            return CommitResult("ok", rev=int(value))
+        if outcome == "duplicate":
+            return CommitResult("duplicate", previous_answer=value)
+        return CommitResult("conflict")
+
+    async def request_answer(self, request_key: str) -> str | None:
+        value = await self.redis.get(request_key)
+        return value.decode() if isinstance(value, bytes) else value
+
+    async def events_of_version(self, match_id: str, version: int) -> list[StoredEvent]:
+        entries = await self.redis.xrange(keys.events(match_id), f"{version}-0", f"{version}-18446744073709551615")
+        return [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
+
+    async def events_after(self, match_id: str, after_id: str, block_ms: int | None) -> list[StoredEvent]:
+        """Events with an id greater than ``after_id``; waits up to ``block_ms`` when none."""
+        reply = await self.redis.xread({keys.events(match_id): after_id}, count=500, block=block_ms)
+        if not reply:
+            return []
+        if isinstance(reply, dict):  # RESP3 shape
+            entries = next(iter(reply.values()))[0]
+        else:
+            entries = reply[0][1]
+        return [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
+
+    async def publish_game_move(self, game: str, fields: dict[str, str | int], maxlen: int) -> None:
+        await self.redis.xadd(keys.game_moves(game), fields, maxlen=maxlen, approximate=True)
