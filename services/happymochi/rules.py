@@ -1,0 +1,711 @@
+"""Happy Mochi: the pure rules engine.
+
+Rulebook: ``/work/shared/rules/original/happy-mochi.txt`` plus ``happy-mochi.md``; how this
+engine reads them, and every decision where they are silent: ``docs/rules/happymochi.md``.
+
+A hand is an ordered list of card ids that is never reordered. A turn is built from
+primitive moves:
+
+* ``draw`` (source) then ``place_card`` (position): the "Draw a card" action;
+* ``play_duo`` (position), then, if the Duo carries effects, ``name_drawer`` / ``flip_value``
+  by the turn player, and for every Draw effect a ``draw`` + ``place_card`` by the named seat;
+* ``pass_turn`` only when the turn player can neither draw nor play.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Self
+
+from services.engine import (
+    BadOptions,
+    Event,
+    GameInfo,
+    JsonDict,
+    MalformedMove,
+    NotYourTurn,
+    OptionInfo,
+    RuleViolation,
+    rng,
+)
+
+# ---------------------------------------------------------------- constants
+
+COLORS = (
+    "COLOR_RED",
+    "COLOR_ORANGE",
+    "COLOR_YELLOW",
+    "COLOR_GREEN",
+    "COLOR_BLUE",
+    "COLOR_PURPLE",
+    "COLOR_PINK",
+)
+VALUES = 10
+DECK_SIZE = len(COLORS) * VALUES  # 70
+HAND_SIZE = 7
+END_SCORE = 30
+
+# The effect table (happy-mochi.md): every 9 draws, every 5 flips the Value card.
+EFFECT_BY_VALUE = {9: "EFFECT_DRAW", 5: "EFFECT_VALUE_FLIP"}
+NO_EFFECT = "EFFECT_NONE"
+
+PLUS = "VALUE_SIDE_PLUS"
+MINUS = "VALUE_SIDE_MINUS"
+
+DECK = "DRAW_SOURCE_DECK"
+LEFT = "DRAW_SOURCE_LEFT"
+RIGHT = "DRAW_SOURCE_RIGHT"
+SOURCES = (DECK, LEFT, RIGHT)
+STACK_OF = {LEFT: "STACK_LEFT", RIGHT: "STACK_RIGHT"}
+
+PHASE_TURN = "PHASE_TURN"
+PHASE_PLACE = "PHASE_PLACE"
+PHASE_EFFECTS = "PHASE_EFFECTS"
+PHASE_EFFECT_DRAW = "PHASE_EFFECT_DRAW"
+PHASE_GAME_OVER = "PHASE_GAME_OVER"
+PHASES = (PHASE_TURN, PHASE_PLACE, PHASE_EFFECTS, PHASE_EFFECT_DRAW, PHASE_GAME_OVER)
+
+# Fields of every move kind: name -> "uint32" or the tuple of allowed enum names.
+MOVE_FIELDS: dict[str, dict[str, Any]] = {
+    "draw": {"source": SOURCES},
+    "place_card": {"position": "uint32"},
+    "play_duo": {"position": "uint32"},
+    "name_drawer": {"seat": "uint32"},
+    "flip_value": {},
+    "pass_turn": {},
+}
+ENUM_ZERO = {"source": "DRAW_SOURCE_UNSPECIFIED"}
+
+GAME = GameInfo(
+    name="happy_mochi",
+    title="Happy Mochi",
+    package="happymochi",
+    service="HappyMochi",
+    min_players=2,
+    max_players=6,
+    options=(
+        OptionInfo(
+            name="first_player",
+            type="uint32",
+            description="Seat that starts the first round (0 .. players-1).",
+            default=0,
+        ),
+    ),
+)
+
+
+# ---------------------------------------------------------------- cards
+
+
+def card_value(card: int) -> int:
+    return card % VALUES
+
+
+def card_color(card: int) -> str:
+    return COLORS[card // VALUES]
+
+
+def card_effect(card: int) -> str:
+    return EFFECT_BY_VALUE.get(card_value(card), NO_EFFECT)
+
+
+def card_dict(card: int) -> JsonDict:
+    return {"id": card, "value": card_value(card), "color": card_color(card), "effect": card_effect(card)}
+
+
+def duo_number(left: int, right: int) -> int:
+    return 10 * card_value(left) + card_value(right)
+
+
+def is_happy_mochi(left: int, right: int) -> bool:
+    return card_value(left) == card_value(right)
+
+
+def check_duo(left: int, right: int, top_left: int, top_right: int, side: str) -> tuple[str, str] | None:
+    """Why the Duo (left, right) may not be played on the Central Duo, or None if it may."""
+    if is_happy_mochi(left, right):
+        return None
+    number, target = duo_number(left, right), duo_number(top_left, top_right)
+    if side == PLUS and number <= target:
+        return "value_restriction", f"the Value card shows +: {number:02d} is not greater than {target:02d}"
+    if side == MINUS and number >= target:
+        return "value_restriction", f"the Value card shows -: {number:02d} is not less than {target:02d}"
+    if card_color(top_left) == card_color(top_right) and card_color(left) != card_color(right):
+        return (
+            "color_restriction",
+            "the Central Duo is one colour, so the Duo must be two cards of one colour",
+        )
+    return None
+
+
+# ---------------------------------------------------------------- options
+
+
+def parse_options(players: int, options: JsonDict | None) -> JsonDict:
+    if not isinstance(players, int) or isinstance(players, bool):
+        raise BadOptions("players", "players must be an integer")
+    GAME.check_players(players)
+    options = dict(options or {})
+    unknown = set(options) - {o.name for o in GAME.options}
+    if unknown:
+        raise BadOptions(f"options.{sorted(unknown)[0]}", f"unknown option {sorted(unknown)[0]!r}")
+    first = options.get("first_player", 0)
+    if not isinstance(first, int) or isinstance(first, bool) or not 0 <= first < players:
+        raise BadOptions(
+            "options.first_player", f"first_player must be a seat 0..{players - 1}, not {first!r}"
+        )
+    return {"first_player": first}
+
+
+# ---------------------------------------------------------------- state
+
+
+class State:
+    """One match. Every attribute is JSON-compatible; ``to_dict`` is a deep copy of them."""
+
+    FIELDS = (
+        "players",
+        "seed",
+        "options",
+        "hands",
+        "left",
+        "right",
+        "deck",
+        "value_side",
+        "totals",
+        "round",
+        "round_start",
+        "turn",
+        "phase",
+        "drawer",
+        "held",
+        "held_from",
+        "held_by_effect",
+        "pending",
+        "passes",
+        "shuffles",
+        "last_round_points",
+        "winners_",
+    )
+
+    def __init__(self, **fields: Any) -> None:
+        missing = set(self.FIELDS) - set(fields)
+        extra = set(fields) - set(self.FIELDS)
+        if missing or extra:
+            raise ValueError(f"bad state fields: missing {sorted(missing)}, unknown {sorted(extra)}")
+        self.players: int = fields["players"]
+        self.seed: int = fields["seed"]
+        self.options: JsonDict = fields["options"]
+        self.hands: list[list[int]] = fields["hands"]
+        # Central Duo stacks, bottom -> top; deck: last element is the top card.
+        self.left: list[int] = fields["left"]
+        self.right: list[int] = fields["right"]
+        self.deck: list[int] = fields["deck"]
+        self.value_side: str = fields["value_side"]
+        self.totals: list[int] = fields["totals"]
+        self.round: int = fields["round"]
+        self.round_start: int = fields["round_start"]
+        self.turn: int = fields["turn"]
+        self.phase: str = fields["phase"]
+        # Seat that must draw (PHASE_EFFECT_DRAW) or place its held card (PHASE_PLACE).
+        self.drawer: int = fields["drawer"]
+        self.held: int | None = fields["held"]
+        self.held_from: str | None = fields["held_from"]
+        self.held_by_effect: bool = fields["held_by_effect"]
+        # Played cards whose effect is still to resolve, in play order.
+        self.pending: list[int] = fields["pending"]
+        self.passes: int = fields["passes"]
+        self.shuffles: int = fields["shuffles"]
+        self.last_round_points: list[int] = fields["last_round_points"]
+        self.winners_: list[int] = fields["winners_"]
+
+    # ------------------------------------------------------------ construction
+
+    @classmethod
+    def new(cls, players: int, seed: int, options: JsonDict) -> Self:
+        opts = parse_options(players, options)
+        state = cls(
+            players=players,
+            seed=seed,
+            options=opts,
+            hands=[[] for _ in range(players)],
+            left=[],
+            right=[],
+            deck=[],
+            value_side=PLUS,
+            totals=[0] * players,
+            round=0,
+            round_start=opts["first_player"],
+            turn=opts["first_player"],
+            phase=PHASE_TURN,
+            drawer=opts["first_player"],
+            held=None,
+            held_from=None,
+            held_by_effect=False,
+            pending=[],
+            passes=0,
+            shuffles=0,
+            last_round_points=[],
+            winners_=[],
+        )
+        state._start_round(opts["first_player"])
+        return state
+
+    @classmethod
+    def for_test(
+        cls,
+        hands: list[list[int]],
+        left: list[int],
+        right: list[int],
+        deck: list[int] | None = None,
+        **overrides: Any,
+    ) -> Self:
+        """A hand-built position (turn phase of seat 0 unless overridden); unlisted cards go nowhere."""
+        players = len(hands)
+        fields: JsonDict = {
+            "players": players,
+            "seed": 1,
+            "options": {"first_player": 0},
+            "hands": [list(h) for h in hands],
+            "left": list(left),
+            "right": list(right),
+            "deck": list(deck or []),
+            "value_side": PLUS,
+            "totals": [0] * players,
+            "round": 1,
+            "round_start": 0,
+            "turn": 0,
+            "phase": PHASE_TURN,
+            "drawer": 0,
+            "held": None,
+            "held_from": None,
+            "held_by_effect": False,
+            "pending": [],
+            "passes": 0,
+            "shuffles": 0,
+            "last_round_points": [],
+            "winners_": [],
+        }
+        fields.update(overrides)
+        if "drawer" not in overrides:
+            fields["drawer"] = fields["turn"]
+        return cls(**fields)
+
+    def to_dict(self) -> JsonDict:
+        return {name: copy.deepcopy(getattr(self, name)) for name in self.FIELDS}
+
+    @classmethod
+    def from_dict(cls, data: JsonDict) -> Self:
+        return cls(**copy.deepcopy(dict(data)))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, State) and self.to_dict() == other.to_dict()
+
+    def __repr__(self) -> str:
+        return f"State({self.to_dict()!r})"
+
+    # ------------------------------------------------------------ queries
+
+    def is_over(self) -> bool:
+        return self.phase == PHASE_GAME_OVER
+
+    def scores(self) -> list[int]:
+        return list(self.totals)
+
+    def winners(self) -> list[int]:
+        return list(self.winners_)
+
+    def active_seats(self) -> list[int]:
+        if self.phase in (PHASE_TURN, PHASE_EFFECTS):
+            return [self.turn]
+        if self.phase in (PHASE_PLACE, PHASE_EFFECT_DRAW):
+            return [self.drawer]
+        return []
+
+    def all_cards(self) -> list[int]:
+        """Every card of the game wherever it is (for conservation checks)."""
+        cards = [c for hand in self.hands for c in hand] + self.left + self.right + self.deck
+        if self.held is not None:
+            cards.append(self.held)
+        return cards
+
+    def hand_points(self, seat: int) -> int:
+        return sum(card_value(c) for c in self.hands[seat])
+
+    def source_available(self, source: str) -> bool:
+        """Can a card be drawn from ``source`` now (happy-mochi.md, "Empty deck")?"""
+        under = len(self.left) - 1 + len(self.right) - 1
+        if source == DECK:
+            return bool(self.deck) or under > 0
+        stack, other = (self.left, self.right) if source == LEFT else (self.right, self.left)
+        return len(stack) > 1 or bool(self.deck) or len(other) > 1
+
+    def available_sources(self) -> list[str]:
+        return [s for s in SOURCES if self.source_available(s)]
+
+    def legal_duos(self, seat: int) -> list[int]:
+        hand = self.hands[seat]
+        top_l, top_r = self.left[-1], self.right[-1]
+        return [
+            i
+            for i in range(len(hand) - 1)
+            if check_duo(hand[i], hand[i + 1], top_l, top_r, self.value_side) is None
+        ]
+
+    def pending_draws(self) -> int:
+        return sum(1 for c in self.pending if card_effect(c) == "EFFECT_DRAW")
+
+    def pending_flips(self) -> int:
+        return sum(1 for c in self.pending if card_effect(c) == "EFFECT_VALUE_FLIP")
+
+    def legal_moves(self, seat: int) -> list[JsonDict]:
+        if seat not in self.active_seats():
+            return []
+        if self.phase == PHASE_TURN:
+            moves = [{"draw": {"source": s}} for s in self.available_sources()]
+            moves += [{"play_duo": {"position": i}} for i in self.legal_duos(seat)]
+            return moves or [{"pass_turn": {}}]
+        if self.phase == PHASE_PLACE:
+            return [{"place_card": {"position": i}} for i in range(len(self.hands[seat]) + 1)]
+        if self.phase == PHASE_EFFECT_DRAW:
+            return [{"draw": {"source": s}} for s in self.available_sources()]
+        # PHASE_EFFECTS: a Draw effect is pending (flips alone resolve by themselves).
+        moves = [{"name_drawer": {"seat": s}} for s in range(self.players)]
+        if self.pending_flips():
+            moves.append({"flip_value": {}})
+        return moves
+
+    # ------------------------------------------------------------ apply
+
+    def apply(self, seat: int, move: JsonDict) -> list[Event]:
+        kind, fields = parse_move(move)
+        if self.phase == PHASE_GAME_OVER:
+            raise RuleViolation("game_over", "the game is over")
+        if seat not in self.active_seats():
+            raise NotYourTurn(seat)
+        handler = getattr(self, f"_move_{kind}")
+        events: list[Event] = handler(seat, **fields)
+        if kind != "pass_turn":
+            self.passes = 0
+        events += self._advance()
+        return events
+
+    def _wrong_phase(self, kind: str) -> RuleViolation:
+        expected = {
+            PHASE_TURN: "draw a card, play a Duo, or pass when neither is possible",
+            PHASE_PLACE: "place the drawn card in the hand (place_card)",
+            PHASE_EFFECTS: "resolve the effects of the Duo just played (name_drawer or flip_value)",
+            PHASE_EFFECT_DRAW: "draw the card ordered by the Draw effect (draw)",
+        }[self.phase]
+        return RuleViolation("wrong_phase", f"{kind} is not possible now: the player must {expected}")
+
+    def _move_draw(self, seat: int, source: str) -> list[Event]:
+        if self.phase not in (PHASE_TURN, PHASE_EFFECT_DRAW):
+            raise self._wrong_phase("draw")
+        if not self.source_available(source):
+            if source == DECK:
+                raise RuleViolation(
+                    "deck_empty", "the deck is empty and no card lies under the Central Duo tops"
+                )
+            raise RuleViolation(
+                "stack_unavailable",
+                "that Central Duo stack has one card and nothing can refill it once drawn",
+            )
+        by_effect = self.phase == PHASE_EFFECT_DRAW
+        events: list[Event] = []
+        if source == DECK:
+            events += self._ensure_deck()
+            card = self.deck.pop()
+            events.append(Event({"card_drawn": {"seat": seat, "source": source, "by_effect": by_effect}}))
+            events.append(Event({"card_received": {"seat": seat, "card": card_dict(card)}}, to=(seat,)))
+        else:
+            stack = self.left if source == LEFT else self.right
+            card = stack.pop()
+            events.append(
+                Event(
+                    {
+                        "card_drawn": {
+                            "seat": seat,
+                            "source": source,
+                            "card": card_dict(card),
+                            "by_effect": by_effect,
+                        }
+                    }
+                )
+            )
+            if not stack:  # note A: the top card of the deck replaces it
+                events += self._ensure_deck()
+                refill = self.deck.pop()
+                stack.append(refill)
+                refilled = {"stack": STACK_OF[source], "card": card_dict(refill)}
+                events.append(Event({"stack_refilled": refilled}))
+        self.held, self.held_from, self.held_by_effect = card, source, by_effect
+        self.drawer = seat
+        self.phase = PHASE_PLACE
+        return events
+
+    def _move_place_card(self, seat: int, position: int) -> list[Event]:
+        if self.phase != PHASE_PLACE:
+            raise self._wrong_phase("place_card")
+        hand = self.hands[seat]
+        if position > len(hand):
+            raise MalformedMove(
+                "move.place_card.position", f"position {position} is outside 0..{len(hand)} (hand size)"
+            )
+        assert self.held is not None
+        hand.insert(position, self.held)
+        by_effect = self.held_by_effect
+        self.held, self.held_from, self.held_by_effect = None, None, False
+        events = [Event({"card_placed": {"seat": seat, "position": position, "hand_size": len(hand)}})]
+        if by_effect:
+            self.phase = PHASE_EFFECTS
+        else:
+            events += self._end_turn()
+        return events
+
+    def _move_play_duo(self, seat: int, position: int) -> list[Event]:
+        if self.phase != PHASE_TURN:
+            raise self._wrong_phase("play_duo")
+        hand = self.hands[seat]
+        if position + 1 >= len(hand):
+            raise MalformedMove(
+                "move.play_duo.position",
+                f"position {position} has no right neighbour in a hand of {len(hand)} cards",
+            )
+        a, b = hand[position], hand[position + 1]
+        why = check_duo(a, b, self.left[-1], self.right[-1], self.value_side)
+        if why is not None:
+            raise RuleViolation(*why)
+        del hand[position : position + 2]
+        self.left.append(a)
+        self.right.append(b)
+        self.pending = [c for c in (a, b) if card_effect(c) != NO_EFFECT]
+        self.phase = PHASE_EFFECTS
+        body = {
+            "seat": seat,
+            "position": position,
+            "left": card_dict(a),
+            "right": card_dict(b),
+            "number": duo_number(a, b),
+            "happy_mochi": is_happy_mochi(a, b),
+            "hand_size": len(hand),
+        }
+        return [Event({"duo_played": body})]
+
+    def _move_name_drawer(self, seat: int, drawer: int) -> list[Event]:
+        if self.phase != PHASE_EFFECTS:
+            raise self._wrong_phase("name_drawer")
+        if drawer >= self.players:
+            raise MalformedMove("move.name_drawer.seat", f"seat {drawer} is not a seat of this match")
+        # In PHASE_EFFECTS a Draw effect is always pending (see _advance).
+        self._take_pending("EFFECT_DRAW")
+        self.drawer = drawer
+        self.phase = PHASE_EFFECT_DRAW
+        return [Event({"drawer_named": {"seat": seat, "drawer": drawer}})]
+
+    def _move_flip_value(self, seat: int) -> list[Event]:
+        if self.phase != PHASE_EFFECTS:
+            raise self._wrong_phase("flip_value")
+        if not self.pending_flips():
+            raise RuleViolation(
+                "no_flip_effect", "the Duo just played has no Value-flip effect left to resolve"
+            )
+        self._take_pending("EFFECT_VALUE_FLIP")
+        return [self._flip(seat)]
+
+    def _move_pass_turn(self, seat: int) -> list[Event]:
+        if self.phase != PHASE_TURN:
+            raise self._wrong_phase("pass_turn")
+        if self.available_sources() or self.legal_duos(seat):
+            raise RuleViolation(
+                "pass_not_allowed", "a player may pass only when they can neither draw a card nor play a Duo"
+            )
+        self.passes += 1
+        events = [Event({"turn_passed": {"seat": seat, "consecutive_passes": self.passes}})]
+        if self.passes >= self.players:
+            return events + self._end_round(went_out=False)
+        self.turn = (self.turn + 1) % self.players
+        self.drawer = self.turn
+        return events
+
+    # ------------------------------------------------------------ flow
+
+    def _take_pending(self, effect: str) -> int:
+        for i, card in enumerate(self.pending):
+            if card_effect(card) == effect:
+                return self.pending.pop(i)
+        raise AssertionError(f"no pending {effect}")
+
+    def _flip(self, seat: int) -> Event:
+        self.value_side = MINUS if self.value_side == PLUS else PLUS
+        return Event({"value_flipped": {"seat": seat, "value_side": self.value_side}})
+
+    def _advance(self) -> list[Event]:
+        """Resolve what needs no decision: lone flips, impossible draws, the end of the turn."""
+        events: list[Event] = []
+        while self.phase == PHASE_EFFECTS:
+            if self.pending_draws() and not self.available_sources():
+                self._take_pending("EFFECT_DRAW")
+                events.append(Event({"effect_voided": {"seat": self.turn, "effect": "EFFECT_DRAW"}}))
+            elif self.pending_draws():
+                break  # the turn player names a drawer (or flips first)
+            else:
+                while self.pending:
+                    self._take_pending("EFFECT_VALUE_FLIP")
+                    events.append(self._flip(self.turn))
+                events += self._end_turn()
+        return events
+
+    def _end_turn(self) -> list[Event]:
+        if not self.hands[self.turn]:
+            return self._end_round(went_out=True)
+        self.turn = (self.turn + 1) % self.players
+        self.drawer = self.turn
+        self.phase = PHASE_TURN
+        return []
+
+    def _ensure_deck(self) -> list[Event]:
+        """Empty deck: the cards under the two Central Duo tops become the new deck."""
+        if self.deck:
+            return []
+        under = self.left[:-1] + self.right[:-1]
+        assert under, "caller checked source_available"
+        del self.left[:-1]
+        del self.right[:-1]
+        self.shuffles += 1
+        rng(self.seed, "reshuffle", self.round, self.shuffles).shuffle(under)
+        self.deck = under
+        return [Event({"deck_reshuffled": {"deck_size": len(self.deck)}})]
+
+    def _end_round(self, went_out: bool) -> list[Event]:
+        n = self.players
+        points = [self.hand_points(s) for s in range(n)]
+        if went_out:
+            winner = self.turn
+        else:  # nobody went out: fewest points, ties to the earliest in turn order
+            order = [(self.round_start + k) % n for k in range(n)]
+            winner = min(order, key=lambda s: (points[s], order.index(s)))
+        for s in range(n):
+            self.totals[s] += points[s]
+        self.last_round_points = points
+        over = max(self.totals) >= END_SCORE
+        if over:
+            best = min(self.totals)
+            self.winners_ = [s for s in range(n) if self.totals[s] == best]
+        body = {
+            "round": self.round,
+            "went_out": went_out,
+            "out_seat": self.turn if went_out else 0,
+            "round_winner": winner,
+            "round_points": points,
+            "total_scores": list(self.totals),
+            "game_over": over,
+            "winners": list(self.winners_),
+        }
+        events = [Event({"round_ended": body})]
+        if over:
+            self.phase = PHASE_GAME_OVER
+            self.pending = []
+            return events
+        return events + self._start_round((winner + 1) % n)
+
+    def _start_round(self, start: int) -> list[Event]:
+        self.round += 1
+        cards = list(range(DECK_SIZE))
+        rng(self.seed, "deal", self.round).shuffle(cards)
+        for s in range(self.players):
+            self.hands[s] = cards[s * HAND_SIZE : (s + 1) * HAND_SIZE]
+        rest = cards[self.players * HAND_SIZE :]
+        self.left, self.right = [rest[0]], [rest[1]]
+        self.deck = rest[2:]
+        self.round_start = self.turn = self.drawer = start
+        self.phase = PHASE_TURN
+        self.held, self.held_from, self.held_by_effect = None, None, False
+        self.pending = []
+        self.passes = 0
+        events = [
+            Event(
+                {
+                    "round_started": {
+                        "round": self.round,
+                        "start_seat": start,
+                        "central_left": card_dict(self.left[-1]),
+                        "central_right": card_dict(self.right[-1]),
+                        "deck_size": len(self.deck),
+                        "value_side": self.value_side,
+                        "hand_sizes": [len(h) for h in self.hands],
+                    }
+                }
+            )
+        ]
+        for s in range(self.players):
+            events.append(
+                Event({"hand_dealt": {"seat": s, "cards": [card_dict(c) for c in self.hands[s]]}}, to=(s,))
+            )
+        return events
+
+    # ------------------------------------------------------------ view
+
+    def view(self, seat: int | None) -> JsonDict:
+        top_l, top_r = self.left[-1], self.right[-1]
+        view: JsonDict = {
+            "hand": [card_dict(c) for c in self.hands[seat]] if seat is not None else [],
+            "hand_sizes": [len(h) for h in self.hands],
+            "central_left": card_dict(top_l),
+            "central_right": card_dict(top_r),
+            "left_height": len(self.left),
+            "right_height": len(self.right),
+            "deck_size": len(self.deck),
+            "value_side": self.value_side,
+            "total_scores": list(self.totals),
+            "round": self.round,
+            "round_start_seat": self.round_start,
+            "turn_seat": self.turn,
+            "phase": self.phase,
+            "drawer": self.drawer,
+            "drawn_from": self.held_from or "DRAW_SOURCE_UNSPECIFIED",
+            "pending_effects": [{"card": card_dict(c), "effect": card_effect(c)} for c in self.pending],
+            "consecutive_passes": self.passes,
+            "number_to_beat": duo_number(top_l, top_r),
+            "color_restriction": card_color(top_l) == card_color(top_r),
+            "last_round_points": list(self.last_round_points),
+            "end_score": END_SCORE,
+            "game_over": self.is_over(),
+            "winners": list(self.winners_),
+        }
+        if self.held is not None and (self.held_from != DECK or seat == self.drawer):
+            view["drawn_card"] = card_dict(self.held)
+        return view
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def parse_move(move: Any) -> tuple[str, dict[str, Any]]:
+    """Check a move's shape; returns (kind, handler keyword arguments). Raises MalformedMove."""
+    if not isinstance(move, dict) or len(move) != 1:
+        raise MalformedMove("move", "a move is an object with exactly one move kind")
+    ((kind, body),) = move.items()
+    if kind not in MOVE_FIELDS:
+        raise MalformedMove("move", f"unknown move kind {kind!r}; expected one of {sorted(MOVE_FIELDS)}")
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise MalformedMove(f"move.{kind}", "the move kind's value must be an object")
+    spec = MOVE_FIELDS[kind]
+    unknown = set(body) - set(spec)
+    if unknown:
+        raise MalformedMove(f"move.{kind}.{sorted(unknown)[0]}", "unknown field")
+    out: dict[str, Any] = {}
+    for name, typ in spec.items():
+        field = f"move.{kind}.{name}"
+        if typ == "uint32":
+            value = body.get(name, 0)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**32:
+                raise MalformedMove(field, f"expected an unsigned integer, got {value!r}")
+        else:
+            value = body.get(name, ENUM_ZERO[name])
+            if value not in typ:
+                raise MalformedMove(field, f"expected one of {list(typ)}, got {value!r}")
+        out["drawer" if (kind, name) == ("name_drawer", "seat") else name] = value
+    return kind, out
