@@ -40,10 +40,10 @@ typecheck: install
 	$(BIN)/mypy services gateway
 
 bench: install
-	$(BIN)/python -m tools.bench $(BENCH_ARGS)
+	$(BIN)/python -m clients.bench $(BENCH_ARGS)
 
 autoplay: install
-	$(BIN)/python -m tools.autoplay $(AUTOPLAY_ARGS)
+	$(BIN)/python -m clients.autoplay $(AUTOPLAY_ARGS)
 
 clean:
 	rm -rf $(VENV) gen .pytest_cache .ruff_cache .mypy_cache .run

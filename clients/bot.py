@@ -1,0 +1,59 @@
+"""A random-legal-move bot that plays any game to the end through the seven RPCs."""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from clients.game_client import GameClient
+from mogames.common.v1 import common_pb2
+
+# A safety net against a game that never ends; far above any real match's length.
+MAX_MOVES = 50_000
+
+
+class MatchDidNotEnd(RuntimeError):
+    pass
+
+
+@dataclass
+class PlayedMatch:
+    match_id: str
+    moves: int
+    scores: list[int]
+    winners: list[int]
+    move_latencies_s: list[float] = field(default_factory=list)
+
+
+async def play_match(
+    client: GameClient, players: int, seed: int | None = None, rng: random.Random | None = None
+) -> PlayedMatch:
+    """Create a match, seat ``players`` bots, and play random legal moves until it ends."""
+    rng = rng or random.Random(seed)
+    match = await client.create(players, seed=seed)
+    tokens = {}
+    for n in range(players):
+        joined = await client.join(match.match_id, f"bot-{n}")
+        tokens[joined.seat] = joined.token
+    match = await client.match(match.match_id)
+    active = list(match.active_seats)
+    status = match.status
+    played = PlayedMatch(match.match_id, 0, [], [])
+    while status == common_pb2.IN_PROGRESS:
+        if played.moves >= MAX_MOVES:
+            raise MatchDidNotEnd(f"{client.game} match {match.match_id} still running after {MAX_MOVES} moves")
+        seat = rng.choice(active)
+        legal = await client.legal_moves(match.match_id, tokens[seat])
+        if not legal.moves:
+            raise RuntimeError(f"seat {seat} is active but has no legal move (version {legal.version})")
+        started = time.perf_counter()
+        response = await client.submit(
+            match.match_id, tokens[seat], rng.choice(legal.moves), expected_version=legal.version
+        )
+        played.move_latencies_s.append(time.perf_counter() - started)
+        played.moves += 1
+        active, status = list(response.active_seats), response.status
+    final = await client.match(match.match_id)
+    played.scores, played.winners = list(final.scores), list(final.winners)
+    return played

@@ -1,0 +1,80 @@
+"""A generic client for any mogames game, using only the seven common RPCs."""
+
+from __future__ import annotations
+
+import importlib
+import uuid
+from collections.abc import AsyncIterator
+from types import ModuleType
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+
+from mogames.common.v1 import common_pb2
+from services.catalog import rules_module
+
+
+def game_modules(game: str) -> tuple[ModuleType, ModuleType]:
+    """The generated ``_pb2`` and ``_pb2_grpc`` modules of ``game`` (e.g. "happy_mochi")."""
+    package = rules_module(game).GAME.package
+    base = f"mogames.{package}.v1.{package}"
+    return importlib.import_module(f"{base}_pb2"), importlib.import_module(f"{base}_pb2_grpc")
+
+
+def auth(token: str) -> tuple[tuple[str, str]]:
+    return (("authorization", f"Bearer {token}"),)
+
+
+class GameClient:
+    def __init__(self, channel: grpc.aio.Channel, game: str, timeout_s: float = 10.0) -> None:
+        self.game = game
+        self.info = rules_module(game).GAME
+        self.pb2, pb2_grpc = game_modules(game)
+        self.stub = getattr(pb2_grpc, f"{self.info.service}Stub")(channel)
+        self.timeout_s = timeout_s
+
+    async def create(
+        self, players: int, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> common_pb2.Match:
+        request = self.pb2.CreateMatchRequest(players=players)
+        if seed is not None:
+            request.seed = seed
+        if options:
+            json_format.ParseDict(options, request.options)
+        return await self.stub.CreateMatch(request, timeout=self.timeout_s)
+
+    async def join(self, match_id: str, name: str) -> common_pb2.JoinMatchResponse:
+        request = common_pb2.JoinMatchRequest(match_id=match_id, player_name=name)
+        return await self.stub.JoinMatch(request, timeout=self.timeout_s)
+
+    async def match(self, match_id: str) -> common_pb2.Match:
+        return await self.stub.GetMatch(common_pb2.GetMatchRequest(match_id=match_id), timeout=self.timeout_s)
+
+    async def view(self, match_id: str, token: str) -> Any:
+        request = common_pb2.GetViewRequest(match_id=match_id)
+        return await self.stub.GetView(request, metadata=auth(token), timeout=self.timeout_s)
+
+    async def legal_moves(self, match_id: str, token: str) -> Any:
+        request = common_pb2.ListLegalMovesRequest(match_id=match_id)
+        return await self.stub.ListLegalMoves(request, metadata=auth(token), timeout=self.timeout_s)
+
+    async def submit(
+        self,
+        match_id: str,
+        token: str,
+        move: Any,
+        expected_version: int | None = None,
+        request_id: str | None = None,
+    ) -> Any:
+        request = self.pb2.SubmitMoveRequest(
+            match_id=match_id, request_id=request_id if request_id is not None else uuid.uuid4().hex
+        )
+        request.move.CopyFrom(move)
+        if expected_version is not None:
+            request.expected_version = expected_version
+        return await self.stub.SubmitMove(request, metadata=auth(token), timeout=self.timeout_s)
+
+    def watch(self, match_id: str, token: str | None = None, after_version: int = 0) -> AsyncIterator[Any]:
+        request = common_pb2.WatchMatchRequest(match_id=match_id, after_version=after_version)
+        return self.stub.WatchMatch(request, metadata=auth(token) if token else None)

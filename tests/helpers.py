@@ -1,0 +1,75 @@
+"""Small helpers shared by the integration tests."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from clients.game_client import GameClient
+
+
+@dataclass
+class StartedMatch:
+    match_id: str
+    tokens: dict[int, str]
+
+
+async def start_match(client: GameClient, players: int, seed: int = 1) -> StartedMatch:
+    match = await client.create(players, seed=seed)
+    tokens = {}
+    for n in range(players):
+        joined = await client.join(match.match_id, f"player-{n}")
+        tokens[joined.seat] = joined.token
+    return StartedMatch(match.match_id, tokens)
+
+
+@dataclass
+class Refusal:
+    code: grpc.StatusCode
+    details: str
+    reason: str
+    field: str
+
+
+async def refusal(call: Awaitable[Any]) -> Refusal:
+    """The error a call fails with, with its rich details; fails the test if it succeeds."""
+    try:
+        await call
+    except grpc.aio.AioRpcError as error:
+        status = rpc_status.from_call(error)  # type: ignore[arg-type]
+        reason = field = ""
+        for detail in status.details if status else ():
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                reason = info.reason
+            if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                bad = error_details_pb2.BadRequest()
+                detail.Unpack(bad)
+                field = bad.field_violations[0].field
+        return Refusal(error.code(), error.details() or "", reason, field)
+    raise AssertionError("the call succeeded, a refusal was expected")
+
+
+async def active_seat_move(client: GameClient, started: StartedMatch) -> tuple[int, Any, int]:
+    """The first active seat, its first legal move and the current version."""
+    match = await client.match(started.match_id)
+    seat = match.active_seats[0]
+    legal = await client.legal_moves(started.match_id, started.tokens[seat])
+    return seat, legal.moves[0], legal.version
+
+
+async def events_before(stream: Any, stop_version: int) -> list[Any]:
+    """Events of a WatchMatch stream up to (not including) the first of ``stop_version``."""
+    seen = []
+    async for event in stream:
+        if event.version >= stop_version:
+            break
+        seen.append(event)
+    stream.cancel()
+    return seen
