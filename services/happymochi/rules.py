@@ -185,7 +185,7 @@ class State:
         "passes",
         "shuffles",
         "last_round_points",
-        "winners_",
+        "winner_seats",
     )
 
     def __init__(self, **fields: Any) -> None:
@@ -217,7 +217,7 @@ class State:
         self.passes: int = fields["passes"]
         self.shuffles: int = fields["shuffles"]
         self.last_round_points: list[int] = fields["last_round_points"]
-        self.winners_: list[int] = fields["winners_"]
+        self.winner_seats: list[int] = fields["winner_seats"]
 
     # ------------------------------------------------------------ construction
 
@@ -246,7 +246,7 @@ class State:
             passes=0,
             shuffles=0,
             last_round_points=[],
-            winners_=[],
+            winner_seats=[],
         )
         state._start_round(opts["first_player"])
         return state
@@ -284,7 +284,7 @@ class State:
             "passes": 0,
             "shuffles": 0,
             "last_round_points": [],
-            "winners_": [],
+            "winner_seats": [],
         }
         fields.update(overrides)
         if "drawer" not in overrides:
@@ -313,7 +313,7 @@ class State:
         return list(self.totals)
 
     def winners(self) -> list[int]:
-        return list(self.winners_)
+        return list(self.winner_seats)
 
     def active_seats(self) -> list[int]:
         if self.phase in (PHASE_TURN, PHASE_EFFECTS):
@@ -591,7 +591,7 @@ class State:
         over = max(self.totals) >= END_SCORE
         if over:
             best = min(self.totals)
-            self.winners_ = [s for s in range(n) if self.totals[s] == best]
+            self.winner_seats = [s for s in range(n) if self.totals[s] == best]
         body = {
             "round": self.round,
             "went_out": went_out,
@@ -600,7 +600,7 @@ class State:
             "round_points": points,
             "total_scores": list(self.totals),
             "game_over": over,
-            "winners": list(self.winners_),
+            "winners": list(self.winner_seats),
         }
         events = [Event({"round_ended": body})]
         if over:
@@ -671,7 +671,7 @@ class State:
             "last_round_points": list(self.last_round_points),
             "end_score": END_SCORE,
             "game_over": self.is_over(),
-            "winners": list(self.winners_),
+            "winners": list(self.winner_seats),
         }
         if self.held is not None and (self.held_from != DECK or seat == self.drawer):
             view["drawn_card"] = card_dict(self.held)
