@@ -1,0 +1,737 @@
+"""Morisi rules engine (pure).
+
+Rules as read by the server: docs/rules/morisi.md. A turn is built from primitive
+moves: ``move_pawn`` (skipped automatically when the pawn cannot move), then any
+number of ``lay_stick`` steps (``undo_stick`` takes the last one back), finished by
+``build_route`` (the laid sticks become the turn's trade route) or ``end_turn``
+(laid sticks are taken back). Before the first turn each seat places its pawn
+(``place_pawn``) and, with the prediction variant, seals a top three (``predict``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from services.engine import (
+    BadOptions,
+    Event,
+    GameInfo,
+    JsonDict,
+    MalformedMove,
+    NotYourTurn,
+    OptionInfo,
+    RuleViolation,
+    rng,
+)
+from services.morisi import board
+from services.morisi.board import BLOCKS_PER_COLOR, CITY, COLORS, DIRECTIONS, is_int, normalize_options
+
+# ---------------------------------------------------------------- constants
+
+PHASES = ("PREDICT", "PLACE", "MOVE", "BUILD", "OVER")
+END_REASONS = ("NOT_ENDED", "BLOCKS_EXHAUSTED", "HOUSES_EXHAUSTED")
+PREDICTION_SIZE = 3
+StickContext = tuple[set[int], dict[tuple[int, int], list[int]], set[tuple[int, int]]]
+MOVE_KINDS: dict[str, tuple[str, ...]] = {
+    "predict": ("cities",),
+    "place_pawn": ("tile",),
+    "move_pawn": ("tile",),
+    "lay_stick": ("anchor", "paid"),
+    "undo_stick": (),
+    "build_route": (),
+    "end_turn": (),
+}
+
+
+def house_supply(players: int) -> int:
+    """House-points per player: 9x1 + 5x2 + 4x3 = 31; 2 players 9x1 + 6x2 + 4x3 = 33."""
+    return 33 if players == 2 else 31
+
+
+GAME = GameInfo(
+    name="morisi",
+    title="Morisi",
+    package="morisi",
+    service="Morisi",
+    min_players=2,
+    max_players=4,
+    options=(
+        OptionInfo(
+            "layout",
+            "string",
+            "map: 'random' (seeded generator), a preset ('hexagon', 'rows', 'lakes') or 'custom'",
+            "random",
+        ),
+        OptionInfo("custom_tiles", "LayoutTile[]", "the creator's own map (with layout 'custom')", []),
+        OptionInfo(
+            "allow_holes", "bool", "variant: the map may enclose empty spaces, no boundary limit", False
+        ),
+        OptionInfo(
+            "prediction", "bool", "variant: sealed top-three city predictions scored at the end", False
+        ),
+    ),
+)
+
+
+# ---------------------------------------------------------------- state
+
+
+class State:
+    """A Morisi match. Tiles are indexed in the order of ``tiles`` (rows, then columns)."""
+
+    def __init__(self, data: JsonDict) -> None:
+        self.players: int = data["players"]
+        self.seed: int = data["seed"]
+        self.options: JsonDict = dict(data["options"])
+        self.tiles: list[JsonDict] = [dict(t) for t in data["tiles"]]
+        self.blocks: list[int] = list(data["blocks"])
+        self.box: list[int] = list(data["box"])
+        self.spent: list[int] = list(data["spent"])
+        self.hands: list[list[int]] = [list(h) for h in data["hands"]]
+        self.pawns: list[int] = list(data["pawns"])
+        self.sticks: list[list[int]] = [list(s) for s in data["sticks"]]
+        self.pending: list[list[int]] = [list(p) for p in data["pending"]]
+        self.predictions: list[list[int]] = [list(p) for p in data["predictions"]]
+        self.phase: str = data["phase"]
+        self.turn: int = data["turn"]
+        self.start: int = data["start"]
+        self.turn_no: int = data["turn_no"]
+        self.end_reason: str = data["end_reason"]
+        self.house_winner: int = data["house_winner"]
+        self._index()
+
+    def _index(self) -> None:
+        self.at = {(t["q"], t["r"]): i for i, t in enumerate(self.tiles)}
+        self.adj: list[list[int]] = []
+        for t in self.tiles:
+            cells = [board.add((t["q"], t["r"]), d) for d in DIRECTIONS]
+            self.adj.append([self.at[c] for c in cells if c in self.at])
+        self.cities = [i for i, t in enumerate(self.tiles) if t["terrain"] == CITY]
+
+    # ------------------------------------------------------------ construction
+
+    @classmethod
+    def new(cls, players: int, seed: int, options: JsonDict) -> Self:
+        GAME.check_players(players)
+        opts = normalize_options(options)
+        custom = [(t["q"], t["r"], t["terrain"], t["circled"]) for t in opts["custom_tiles"]]
+        try:
+            layout = board.make_layout(players, seed, opts["layout"], custom, opts["allow_holes"])
+        except board.LayoutError as e:
+            raise BadOptions(e.rule, e.message) from e
+        tiles = [{"q": q, "r": r, "terrain": t, "circled": c} for q, r, t, c in layout]
+        blocks = [board.blocks_for_tile(players, t["terrain"], t["circled"]) for t in tiles]
+        on_board = [sum(b for b, t in zip(blocks, tiles, strict=True) if t["terrain"] == c) for c in COLORS]
+        start = rng(seed, "start").randrange(players)
+        state = cls(
+            {
+                "players": players,
+                "seed": seed,
+                "options": opts,
+                "tiles": tiles,
+                "blocks": blocks,
+                "box": [BLOCKS_PER_COLOR - n for n in on_board],
+                "spent": [0] * len(COLORS),
+                "hands": [[0] * len(COLORS) for _ in range(players)],
+                "pawns": [-1] * players,
+                "sticks": [],
+                "pending": [],
+                "predictions": [[] for _ in range(players)],
+                "phase": "PREDICT" if opts["prediction"] else "PLACE",
+                "turn": start,
+                "start": start,
+                "turn_no": 0,
+                "end_reason": "NOT_ENDED",
+                "house_winner": -1,
+            }
+        )
+        return state
+
+    @classmethod
+    def for_test(
+        cls,
+        players: int,
+        tiles: list[tuple[int, int, str] | tuple[int, int, str, bool]],
+        **fields: Any,
+    ) -> Self:
+        """A hand-built position on any small map (layout rules not checked).
+
+        ``tiles`` are ``(q, r, terrain[, circled])``; ``fields`` override any
+        ``to_dict`` field (``blocks``, ``hands``, ``pawns``, ``sticks``, ``phase``...).
+        Blocks not placed anywhere are counted in the box so totals stay 14.
+        """
+        tile_dicts = [
+            {"q": t[0], "r": t[1], "terrain": t[2], "circled": bool(t[3]) if len(t) > 3 else False}
+            for t in tiles
+        ]
+        data: JsonDict = {
+            "players": players,
+            "seed": fields.pop("seed", 0),
+            "options": normalize_options(fields.pop("options", {})),
+            "tiles": tile_dicts,
+            "blocks": [0] * len(tile_dicts),
+            "spent": [0] * len(COLORS),
+            "hands": [[0] * len(COLORS) for _ in range(players)],
+            "pawns": [-1] * players,
+            "sticks": [],
+            "pending": [],
+            "predictions": [[] for _ in range(players)],
+            "phase": "MOVE",
+            "turn": 0,
+            "start": 0,
+            "turn_no": 0,
+            "end_reason": "NOT_ENDED",
+            "house_winner": -1,
+        }
+        unknown = set(fields) - set(data) - {"box"}
+        if unknown:
+            raise TypeError(f"unknown fields {unknown}")
+        data.update(fields)
+        if "box" not in data:
+            used = [0] * len(COLORS)
+            for b, t in zip(data["blocks"], tile_dicts, strict=True):
+                if t["terrain"] != CITY:
+                    used[COLORS.index(t["terrain"])] += b
+            for i in range(len(COLORS)):
+                used[i] += data["spent"][i] + sum(h[i] for h in data["hands"])
+            data["box"] = [BLOCKS_PER_COLOR - u for u in used]
+        return cls(data)
+
+    def to_dict(self) -> JsonDict:
+        return {
+            "players": self.players,
+            "seed": self.seed,
+            "options": {**self.options, "custom_tiles": [dict(t) for t in self.options["custom_tiles"]]},
+            "tiles": [dict(t) for t in self.tiles],
+            "blocks": list(self.blocks),
+            "box": list(self.box),
+            "spent": list(self.spent),
+            "hands": [list(h) for h in self.hands],
+            "pawns": list(self.pawns),
+            "sticks": [list(s) for s in self.sticks],
+            "pending": [list(p) for p in self.pending],
+            "predictions": [list(p) for p in self.predictions],
+            "phase": self.phase,
+            "turn": self.turn,
+            "start": self.start,
+            "turn_no": self.turn_no,
+            "end_reason": self.end_reason,
+            "house_winner": self.house_winner,
+        }
+
+    @classmethod
+    def from_dict(cls, d: JsonDict) -> Self:
+        return cls(d)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, State) and self.to_dict() == other.to_dict()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ------------------------------------------------------------ queries
+
+    def is_city(self, i: int) -> bool:
+        return self.tiles[i]["terrain"] == CITY
+
+    def color_index(self, i: int) -> int:
+        return COLORS.index(self.tiles[i]["terrain"])
+
+    def active_seats(self) -> list[int]:
+        if self.phase == "OVER":
+            return []
+        if self.phase == "PREDICT":
+            return [s for s in range(self.players) if len(self.predictions[s]) < PREDICTION_SIZE]
+        return [self.turn]
+
+    def is_over(self) -> bool:
+        return self.phase == "OVER"
+
+    def destinations(self, seat: int) -> list[tuple[int, list[int]]]:
+        """(destination, jumped tiles) for every legal pawn move of ``seat``."""
+        here = self.pawns[seat]
+        if here < 0:
+            return []
+        occupied = {p for p in self.pawns if p >= 0}
+        out = []
+        q0, r0 = self.tiles[here]["q"], self.tiles[here]["r"]
+        for dq, dr in DIRECTIONS:
+            jumped: list[int] = []
+            cell = (q0 + dq, r0 + dr)
+            while cell in self.at and self.at[cell] in occupied:
+                jumped.append(self.at[cell])
+                cell = (cell[0] + dq, cell[1] + dr)
+            if cell in self.at:
+                out.append((self.at[cell], jumped))
+        return sorted(out)
+
+    def own_tiles(self, seat: int, with_pending: bool = True) -> set[int]:
+        tiles = {t for s in self.sticks if s[0] == seat for t in s[1:]}
+        if with_pending and seat == self.turn:
+            tiles |= {t for p in self.pending for t in p[:2]}
+        return tiles
+
+    def _stick_context(self, seat: int) -> StickContext:
+        owners: dict[tuple[int, int], list[int]] = {}
+        for s, a, b in self.sticks:
+            owners.setdefault((a, b), []).append(s)
+        pending = {(min(a, b), max(a, b)) for a, b, _ in self.pending}
+        return self.own_tiles(seat), owners, pending
+
+    def _stick_check(
+        self, seat: int, anchor: int, paid: int, ctx: StickContext | None = None
+    ) -> tuple[int, tuple[str, str] | None]:
+        """(cost, None) if the stick may be laid now, else (0, (rule, message))."""
+        own, owners_by_pair, pending = ctx or self._stick_context(seat)
+        if paid not in self.adj[anchor]:
+            return 0, ("stick_adjacent", "a stick joins the centres of two neighbouring tiles")
+        if self.tiles[paid]["terrain"] == CITY:
+            if self.tiles[anchor]["terrain"] == CITY:
+                return 0, ("stick_city_city", "a stick may not join two cities")
+            return 0, ("stick_paid_land", "the paid end of a stick must be a land tile")
+        if self.tiles[anchor]["terrain"] != CITY and anchor not in own:
+            return 0, (
+                "stick_anchor",
+                "one end of a stick must be a city or a tile already holding one of your sticks",
+            )
+        pair = (min(anchor, paid), max(anchor, paid))
+        owners = owners_by_pair.get(pair, [])
+        if seat in owners or pair in pending:
+            return 0, ("stick_duplicate", "you already have a stick between these two tiles")
+        if owners and self.players == 2:
+            return 0, ("stick_parallel", "with 2 players sticks may not be parallel to another stick")
+        cost = len(owners) + 1
+        have = self.hands[seat][COLORS.index(self.tiles[paid]["terrain"])]
+        if have < cost:
+            color = self.tiles[paid]["terrain"].lower()
+            return 0, (
+                "stick_blocks",
+                f"this stick costs {cost} {color} block(s) (one more per parallel stick) and you have {have}",
+            )
+        return cost, None
+
+    def stick_cost(self, seat: int, anchor: int, paid: int) -> int:
+        """Blocks of the paid colour a stick costs, or raise RuleViolation."""
+        cost, problem = self._stick_check(seat, anchor, paid)
+        if problem is not None:
+            raise RuleViolation(*problem)
+        return cost
+
+    def house_points(self, seat: int, extra: list[list[int]] | None = None) -> dict[int, int]:
+        """City -> house-points of ``seat``: a network component with k cities gives k-1 to each."""
+        parent = list(range(len(self.tiles)))
+
+        def find(x: int) -> int:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        nodes: set[int] = set()
+        edges = [(s[1], s[2]) for s in self.sticks if s[0] == seat] + [(a, b) for a, b, *_ in extra or []]
+        for a, b in edges:
+            nodes |= {a, b}
+            parent[find(a)] = find(b)
+        cities = [c for c in self.cities if c in nodes]
+        size: dict[int, int] = {}
+        for c in cities:
+            size[find(c)] = size.get(find(c), 0) + 1
+        return {c: size[find(c)] - 1 for c in cities if size[find(c)] > 1}
+
+    def route_problem(self) -> RuleViolation | None:
+        """Why the pending sticks are not a buildable trade route (None: they are)."""
+        if not self.pending:
+            return RuleViolation("route_empty", "lay at least one stick before building a route")
+        seat = self.turn
+        nodes: set[int] = set()
+        degree: dict[int, int] = {}
+        for a, b, _ in self.pending:
+            nodes |= {a, b}
+            degree[a] = degree.get(a, 0) + 1
+            degree[b] = degree.get(b, 0) + 1
+        first = self.pending[0][0]
+        seen = {first}
+        stack = [first]
+        while stack:
+            x = stack.pop()
+            for a, b, _ in self.pending:
+                for u, v in ((a, b), (b, a)):
+                    if u == x and v not in seen:
+                        seen.add(v)
+                        stack.append(v)
+        if seen != nodes:
+            return RuleViolation("route_connected", "all sticks of a trade route must be connected together")
+        before = self.own_tiles(seat, with_pending=False)
+        for t in sorted(nodes):
+            if degree[t] == 1 and not self.is_city(t) and t not in before:
+                return RuleViolation(
+                    "route_dead_end",
+                    f"a trade route may not end in a dead end: tile {t} is no city and not on your network",
+                )
+        if self.house_points(seat, self.pending) == self.house_points(seat):
+            return RuleViolation("route_no_house", "a trade route must add at least one trading house")
+        return None
+
+    # ------------------------------------------------------------ moves
+
+    def legal_moves(self, seat: int) -> list[JsonDict]:
+        if seat not in self.active_seats():
+            return []
+        if self.phase == "PREDICT":
+            chosen = self.predictions[seat]
+            return [{"predict": {"cities": [c]}} for c in self.cities if c not in chosen]
+        if self.phase == "PLACE":
+            taken = set(self.pawns)
+            return [{"place_pawn": {"tile": t}} for t in range(len(self.tiles)) if t not in taken]
+        if self.phase == "MOVE":
+            return [{"move_pawn": {"tile": t}} for t, _ in self.destinations(seat)]
+        moves: list[JsonDict] = []
+        ctx = self._stick_context(seat)
+        hand = self.hands[seat]
+        for anchor in sorted(ctx[0] | set(self.cities)):
+            for paid in self.adj[anchor]:
+                terrain = self.tiles[paid]["terrain"]
+                if terrain == CITY or hand[COLORS.index(terrain)] == 0:
+                    continue
+                if self._stick_check(seat, anchor, paid, ctx)[1] is None:
+                    moves.append({"lay_stick": {"anchor": anchor, "paid": paid}})
+        if self.pending:
+            moves.append({"undo_stick": {}})
+            if self.route_problem() is None:
+                moves.append({"build_route": {}})
+        moves.append({"end_turn": {}})
+        return moves
+
+    def _parse(self, move: JsonDict) -> tuple[str, JsonDict]:
+        if not isinstance(move, dict) or len(move) != 1:
+            raise MalformedMove("move", "a move is one of: " + ", ".join(MOVE_KINDS))
+        kind, body = next(iter(move.items()))
+        if kind not in MOVE_KINDS:
+            raise MalformedMove("move", f"unknown move kind {kind!r}")
+        if body is None:
+            body = {}
+        if not isinstance(body, dict):
+            raise MalformedMove(f"move.{kind}", "the move body must be an object")
+        for key in body:
+            if key not in MOVE_KINDS[kind]:
+                raise MalformedMove(f"move.{kind}.{key}", f"{kind} has no field {key!r}")
+        n = len(self.tiles)
+        out: JsonDict = {}
+        for key in MOVE_KINDS[kind]:
+            if key == "cities":
+                value = body.get(key, [])
+                if not isinstance(value, list) or not all(is_int(v) and 0 <= v < n for v in value):
+                    raise MalformedMove(f"move.{kind}.{key}", f"cities must be tile indices 0..{n - 1}")
+                if not value:
+                    raise MalformedMove(f"move.{kind}.{key}", "name at least one city")
+            else:
+                value = body.get(key, 0)
+                if not is_int(value) or not 0 <= value < n:
+                    raise MalformedMove(f"move.{kind}.{key}", f"{key} must be a tile index 0..{n - 1}")
+            out[key] = value
+        return kind, out
+
+    def apply(self, seat: int, move: JsonDict) -> list[Event]:
+        kind, body = self._parse(move)
+        if self.phase == "OVER":
+            raise RuleViolation("game_over", "the game is over")
+        if seat not in self.active_seats():
+            raise NotYourTurn(seat)
+        wanted = {
+            "predict": ("PREDICT",),
+            "place_pawn": ("PLACE",),
+            "move_pawn": ("MOVE",),
+            "lay_stick": ("BUILD",),
+            "undo_stick": ("BUILD",),
+            "build_route": ("BUILD",),
+            "end_turn": ("BUILD",),
+        }[kind]
+        if self.phase not in wanted:
+            step = {
+                "PREDICT": "seal a prediction",
+                "PLACE": "place your pawn",
+                "MOVE": "move your pawn first",
+                "BUILD": "lay sticks, build the route or end the turn",
+            }[self.phase]
+            raise RuleViolation("phase", f"{kind} is not possible now: {step}")
+        return getattr(self, f"_do_{kind}")(seat, **body)
+
+    def _do_predict(self, seat: int, cities: list[int]) -> list[Event]:
+        mine = self.predictions[seat]
+        for c in cities:
+            if not self.is_city(c):
+                raise RuleViolation("prediction_city", f"tile {c} is not a city")
+        if len(set(cities)) != len(cities) or set(cities) & set(mine):
+            raise RuleViolation("prediction_duplicate", "a prediction names three different cities")
+        if len(mine) + len(cities) > PREDICTION_SIZE:
+            raise RuleViolation("prediction_size", "a prediction names exactly three cities")
+        mine.extend(cities)
+        done = len(mine) == PREDICTION_SIZE
+        events = [
+            Event({"prediction_recorded": {"seat": seat, "cities": list(mine)}}, to=(seat,)),
+            Event({"prediction_sealed": {"seat": seat, "count": len(mine), "complete": done}}),
+        ]
+        if not self.active_seats():
+            self.phase = "PLACE"
+            self.turn = self.start
+        return events
+
+    def _take_block(self, seat: int, tile: int) -> bool:
+        if self.is_city(tile) or self.blocks[tile] == 0:
+            return False
+        self.blocks[tile] -= 1
+        self.hands[seat][self.color_index(tile)] += 1
+        return True
+
+    def _do_place_pawn(self, seat: int, tile: int) -> list[Event]:
+        if tile in self.pawns:
+            raise RuleViolation("pawn_occupied", "a pawn may not be placed on a tile holding another pawn")
+        self.pawns[seat] = tile
+        took = self._take_block(seat, tile)
+        events = [Event({"pawn_placed": {"seat": seat, "tile": tile, "took_block": took}})]
+        nxt = (seat + 1) % self.players
+        if self.pawns[nxt] >= 0:  # everyone placed: the starting seat takes the first turn
+            return events + self._next_turn(nxt, placement=True)
+        self.turn_no += 1
+        self.turn = nxt
+        if self._colour_exhausted():
+            return events + self._finish("BLOCKS_EXHAUSTED")
+        return events
+
+    def _do_move_pawn(self, seat: int, tile: int) -> list[Event]:
+        dest = dict(self.destinations(seat))
+        if tile not in dest:
+            raise RuleViolation(
+                "pawn_move",
+                "a pawn moves to a neighbouring tile, jumping in a straight line over pawns to the first "
+                "free tile",
+            )
+        here = self.pawns[seat]
+        self.pawns[seat] = tile
+        took = self._take_block(seat, tile)
+        self.phase = "BUILD"
+        return [
+            Event(
+                {
+                    "pawn_moved": {
+                        "seat": seat,
+                        "from_tile": here,
+                        "to_tile": tile,
+                        "jumped": dest[tile],
+                        "took_block": took,
+                    }
+                }
+            )
+        ]
+
+    def _do_lay_stick(self, seat: int, anchor: int, paid: int) -> list[Event]:
+        cost = self.stick_cost(seat, anchor, paid)
+        color = self.color_index(paid)
+        self.hands[seat][color] -= cost
+        self.spent[color] += cost
+        self.pending.append([anchor, paid, cost])
+        body = {"seat": seat, "anchor": anchor, "paid": paid, "cost": cost, "color": COLORS[color]}
+        return [Event({"stick_laid": body})]
+
+    def _refund_last(self) -> list[int]:
+        anchor, paid, cost = self.pending.pop()
+        color = self.color_index(paid)
+        self.hands[self.turn][color] += cost
+        self.spent[color] -= cost
+        return [anchor, paid, cost]
+
+    def _do_undo_stick(self, seat: int) -> list[Event]:
+        if not self.pending:
+            raise RuleViolation("undo_nothing", "no stick was laid this turn")
+        anchor, paid, cost = self._refund_last()
+        return [Event({"stick_undone": {"seat": seat, "anchor": anchor, "paid": paid, "refund": cost}})]
+
+    def _do_build_route(self, seat: int) -> list[Event]:
+        problem = self.route_problem()
+        if problem is not None:
+            raise problem
+        before = self.house_points(seat)
+        new = [[seat, min(a, b), max(a, b)] for a, b, _ in self.pending]
+        self.sticks.extend(new)
+        self.pending = []
+        after = self.house_points(seat)
+        placed = sum(after.values())
+        supply = house_supply(self.players)
+        changes = [{"city": c, "points": p} for c, p in sorted(after.items()) if before.get(c) != p]
+        body = {
+            "seat": seat,
+            "sticks": [{"seat": s, "a": a, "b": b} for s, a, b in new],
+            "houses": changes,
+            "house_points": placed,
+            "houses_left": max(0, supply - placed),
+        }
+        events = [Event({"route_built": body})]
+        if placed >= supply:
+            self.house_winner = seat
+            return events + self._finish("HOUSES_EXHAUSTED")
+        return events + self._end_turn(seat, discarded=0)
+
+    def _do_end_turn(self, seat: int) -> list[Event]:
+        discarded = len(self.pending)
+        while self.pending:
+            self._refund_last()
+        return self._end_turn(seat, discarded)
+
+    def _colour_exhausted(self) -> bool:
+        left = [0] * len(COLORS)
+        present = [False] * len(COLORS)
+        for i, t in enumerate(self.tiles):
+            if t["terrain"] != CITY:
+                left[COLORS.index(t["terrain"])] += self.blocks[i]
+                present[COLORS.index(t["terrain"])] = True
+        return any(p and n == 0 for p, n in zip(present, left, strict=True))
+
+    def _end_turn(self, seat: int, discarded: int) -> list[Event]:
+        nxt = (seat + 1) % self.players
+        events = [Event({"turn_ended": {"seat": seat, "discarded": discarded, "next_seat": nxt}})]
+        self.turn_no += 1
+        if self._colour_exhausted():
+            return events + self._finish("BLOCKS_EXHAUSTED")
+        return events + self._next_turn(nxt)
+
+    def _next_turn(self, seat: int, placement: bool = False) -> list[Event]:
+        if placement:
+            self.turn_no += 1
+            if self._colour_exhausted():
+                return self._finish("BLOCKS_EXHAUSTED")
+        self.turn = seat
+        self.phase = "MOVE"
+        if not self.destinations(seat):
+            self.phase = "BUILD"
+            return [Event({"pawn_blocked": {"seat": seat, "tile": self.pawns[seat]}})]
+        return []
+
+    def _finish(self, reason: str) -> list[Event]:
+        self.phase = "OVER"
+        self.end_reason = reason
+        body = {
+            "reason": reason,
+            "scores": self.scores(),
+            "winners": self.winners(),
+            "predictions": [{"seat": s, "cities": list(p)} for s, p in enumerate(self.predictions)],
+        }
+        return [Event({"game_over": body})]
+
+    # ------------------------------------------------------------ scoring
+
+    def city_totals(self, points: list[dict[int, int]]) -> dict[int, int]:
+        return {c: sum(p.get(c, 0) for p in points) for c in self.cities}
+
+    def scoring_cities(self, totals: dict[int, int]) -> list[int]:
+        """The three cities with the most house-points, all tied at the cut (2 players: the largest)."""
+        ranked = sorted(totals.values(), reverse=True)
+        keep = 1 if self.players == 2 else 3
+        if not ranked:
+            return []
+        cut = ranked[min(keep, len(ranked)) - 1]
+        return sorted(c for c, v in totals.items() if v >= cut and v > 0)
+
+    def prediction_points(self, seat: int, totals: dict[int, int]) -> int:
+        """5 per city at a right rank, 2 per predicted top-three city at a wrong rank (ties span ranks)."""
+        points = 0
+        for rank, city in enumerate(self.predictions[seat], start=1):
+            v = totals.get(city, 0)
+            if v <= 0:
+                continue
+            lo = 1 + sum(1 for x in totals.values() if x > v)
+            hi = lo + sum(1 for x in totals.values() if x == v) - 1
+            if lo <= rank <= hi:
+                points += 5
+            elif lo <= PREDICTION_SIZE:
+                points += 2
+        return points
+
+    def standings(self) -> list[dict[str, int]]:
+        points = [self.house_points(s) for s in range(self.players)]
+        totals = self.city_totals(points)
+        top = self.scoring_cities(totals)
+        rows = []
+        for s in range(self.players):
+            score = 4 * len(points[s]) + sum(points[s].get(c, 0) for c in top)
+            if self.phase == "OVER" and self.options["prediction"]:
+                score += self.prediction_points(s, totals)
+            rows.append(
+                {
+                    "score": score,
+                    "cities": len(points[s]),
+                    "sticks": sum(1 for st in self.sticks if st[0] == s),
+                    "house_points": sum(points[s].values()),
+                }
+            )
+        return rows
+
+    def scores(self) -> list[int]:
+        return [row["score"] for row in self.standings()]
+
+    def winners(self) -> list[int]:
+        if self.phase != "OVER":
+            return []
+        if self.end_reason == "HOUSES_EXHAUSTED":
+            return [self.house_winner]
+        keys = [(r["score"], r["cities"], r["sticks"], r["house_points"]) for r in self.standings()]
+        best = max(keys)
+        return [s for s, k in enumerate(keys) if k == best]
+
+    # ------------------------------------------------------------ view
+
+    def view(self, seat: int | None) -> JsonDict:
+        points = [self.house_points(s) for s in range(self.players)]
+        totals = self.city_totals(points)
+        standings = self.standings()
+        supply = house_supply(self.players)
+        over = self.phase == "OVER"
+        players = []
+        for s in range(self.players):
+            players.append(
+                {
+                    "seat": s,
+                    "pawn_placed": self.pawns[s] >= 0,
+                    "pawn_tile": max(self.pawns[s], 0),
+                    "block_count": sum(self.hands[s]),
+                    "house_points": standings[s]["house_points"],
+                    "houses_left": max(0, supply - standings[s]["house_points"]),
+                    "sticks": standings[s]["sticks"],
+                    "cities": standings[s]["cities"],
+                    "score": standings[s]["score"],
+                    "predicted": len(self.predictions[s]),
+                }
+            )
+        shown = range(self.players) if over else ([seat] if seat is not None else [])
+        return {
+            "tiles": [
+                {
+                    "index": i,
+                    "q": t["q"],
+                    "r": t["r"],
+                    "terrain": t["terrain"],
+                    "circled": t["circled"],
+                    "blocks": self.blocks[i],
+                }
+                for i, t in enumerate(self.tiles)
+            ],
+            "players": players,
+            "my_blocks": list(self.hands[seat]) if seat is not None else [],
+            "sticks": [{"seat": s, "a": a, "b": b} for s, a, b in self.sticks],
+            "pending": [{"anchor": a, "paid": p, "cost": c} for a, p, c in self.pending],
+            "cities": [
+                {"city": c, "points": [points[s].get(c, 0) for s in range(self.players)], "total": totals[c]}
+                for c in self.cities
+            ],
+            "phase": self.phase,
+            "turn_seat": self.turn,
+            "start_seat": self.start,
+            "turn": self.turn_no,
+            "house_supply": supply,
+            "scoring_cities": self.scoring_cities(totals),
+            "predictions": [{"seat": s, "cities": list(self.predictions[s])} for s in shown],
+            "prediction_variant": self.options["prediction"],
+            "end_reason": self.end_reason,
+            "spent_blocks": list(self.spent),
+            "box_blocks": list(self.box),
+            "allow_holes": self.options["allow_holes"],
+            "layout": self.options["layout"],
+        }
