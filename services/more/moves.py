@@ -1,0 +1,77 @@
+"""More: shape checks of moves and match options (pure helpers of ``services.more.rules``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.engine import BadOptions, JsonDict, MalformedMove
+from services.more.cards import DECK_SIZE
+
+MAX_BID = 3
+MAX_ROUNDS = 1000
+
+MOVE_FIELDS: dict[str, dict[str, Any]] = {
+    "bid": {"amount": 0},
+    "draw": {},
+    "take_pile": {},
+    "lay_meld": {"cards": []},
+    "add_to_meld": {"meld": 0, "card": 0, "low_end": False},
+    "take_back": {},
+    "discard": {"card": 0},
+}
+
+
+def check_options(options: JsonDict | None) -> JsonDict:
+    options = dict(options or {})
+    unknown = set(options) - {"bid_for_solo", "max_rounds"}
+    if unknown:
+        raise BadOptions("options", f"unknown option(s): {', '.join(sorted(unknown))}")
+    bid = options.get("bid_for_solo", False)
+    rounds = options.get("max_rounds", 0)
+    if not isinstance(bid, bool):
+        raise BadOptions("options.bid_for_solo", "bid_for_solo must be true or false")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or not 0 <= rounds <= MAX_ROUNDS:
+        raise BadOptions("options.max_rounds", f"max_rounds must be a whole number from 0 to {MAX_ROUNDS}")
+    return {"bid_for_solo": bid, "max_rounds": rounds}
+
+
+def parse_move(move: Any) -> tuple[str, JsonDict]:
+    """Shape check of a move dict; returns (kind, body with every field)."""
+    if not isinstance(move, dict) or len(move) != 1:
+        raise MalformedMove("move", f"a move has exactly one of: {', '.join(MOVE_FIELDS)}")
+    kind, body = next(iter(move.items()))
+    if kind not in MOVE_FIELDS:
+        raise MalformedMove("move", f"unknown move kind {kind!r}")
+    if body is None:
+        body = {}
+    if not isinstance(body, dict):
+        raise MalformedMove(f"move.{kind}", "must be a message")
+    for key in body:
+        if key not in MOVE_FIELDS[kind]:
+            raise MalformedMove(f"move.{kind}.{key}", "unknown field")
+    out: JsonDict = {}
+    for key, default in MOVE_FIELDS[kind].items():
+        value = body.get(key, default)
+        where = f"move.{kind}.{key}"
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise MalformedMove(where, "must be true or false")
+        elif isinstance(default, list):
+            if not isinstance(value, list):
+                raise MalformedMove(where, "must be a list of card ids")
+            value = list(value)
+            for card in value:
+                _check_card(card, where)
+        elif key == "card":
+            _check_card(value, where)
+        elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise MalformedMove(where, "must be a non-negative whole number")
+        if key == "amount" and value > MAX_BID:
+            raise MalformedMove(where, f"a bid is 0 to {MAX_BID}")
+        out[key] = value
+    return kind, out
+
+
+def _check_card(card: Any, where: str) -> None:
+    if isinstance(card, bool) or not isinstance(card, int) or not 0 <= card < DECK_SIZE:
+        raise MalformedMove(where, f"card ids are 0 to {DECK_SIZE - 1}")

@@ -1,0 +1,750 @@
+"""More: the three-player Biriba variant (the Solo against the Pair). Pure rules engine.
+
+Rules: ``docs/rules/more.md`` (how this engine reads ``shared/rules/original/more.txt``).
+A turn is built from primitive steps: ``draw`` or ``take_pile``; then any number of
+``lay_meld`` (legal-move lists offer 3-card melds) and ``add_to_meld`` (one card at
+one end); ``take_back`` undoes this turn's melding; ``discard`` ends the turn.
+Melds of a turn stay tentative until the discard (or a More-pile pickup).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Self
+
+from services.engine import (
+    Event,
+    GameInfo,
+    JsonDict,
+    MalformedMove,
+    NotYourTurn,
+    OptionInfo,
+    RuleViolation,
+    rng,
+)
+from services.more.cards import (
+    DECK_SIZE,
+    SUIT_NAMES,
+    biriba_bonus,
+    card_dict,
+    extend,
+    half_points,
+    identity,
+    is_biriba,
+    is_dirty,
+    meld_points,
+    name,
+    parse_meld,
+    points,
+    three_card_melds,
+    wild_index,
+)
+from services.more.moves import MAX_BID, check_options, parse_move
+
+PLAYERS = 3
+HAND_SIZE = 11
+MORE_PILE_SIZE = 11
+TARGET = 3100
+THRESHOLD = 1500  # "above 1500": strictly greater
+OPENING_HALVES = 15  # 7.5 points
+GO_OUT_BONUS = 100
+MORE_PENALTY = 100
+SOLO_BONUS = 150
+
+GAME = GameInfo(
+    name="more",
+    title="More",
+    package="more",
+    service="More",
+    min_players=PLAYERS,
+    max_players=PLAYERS,
+    options=(
+        OptionInfo("bid_for_solo", "bool", "Bid-for-Solo variant: sealed bids of 0-3 choose the Solo", False),
+        OptionInfo("max_rounds", "uint32", "0: play to 3100; N > 0: the match also ends after N rounds", 0),
+    ),
+)
+
+PHASES = {"bidding": "PHASE_BIDDING", "draw": "PHASE_DRAW", "play": "PHASE_PLAY", "over": "PHASE_OVER"}
+PILE_STATES = {
+    "waiting": "PILE_STATE_WAITING",
+    "taken": "PILE_STATE_TAKEN",
+    "drawn": "PILE_STATE_IN_DRAW_PILE",
+}
+ROLES = {"solo": "ROLE_SOLO", "pair": "ROLE_PAIR"}
+
+
+def _fresh_turn(opening: bool) -> JsonDict:
+    return {
+        "top": -1,  # the taken discard pile's top card (must be melded this turn)
+        "locked": [],  # the rest of that pile: not meldable this turn
+        "pile_taken": False,
+        "halves": 0,  # going-down value melded this turn, in half points
+        "opening": opening,  # the 7.5 rule applies to this turn's melds
+        "melded": False,
+        "undo": None,  # {"hand", "melds", "discard"}: what take_back restores
+        "closed": False,  # take_back used: no more melding this turn
+        "no_take": False,  # the pile was given back: draw instead
+    }
+
+
+class State:
+    def __init__(self, data: JsonDict) -> None:
+        self.s = data
+
+    # ---- construction and snapshots ----
+
+    @classmethod
+    def new(cls, players: int, seed: int, options: JsonDict) -> Self:
+        GAME.check_players(players)
+        opts = check_options(options)
+        state = cls(
+            {
+                "seed": seed,
+                "options": opts,
+                "scores": [0] * PLAYERS,
+                "round": 0,
+                "dealer": rng(seed, "dealer").randrange(PLAYERS),
+                "solo": -1,
+                "solo_history": [],
+                "phase": "draw",
+                "bids": [-1] * PLAYERS,
+                "revealed_bids": [],
+                "hands": [[] for _ in range(PLAYERS)],
+                "draw": [],
+                "discard": [],
+                "more": {"pair": [], "solo": []},
+                "more_state": {"pair": "waiting", "solo": "waiting"},
+                "melds": [],
+                "turn": 0,
+                "t": _fresh_turn(False),
+                "rounds": [],
+                "winners": [],
+            }
+        )
+        state._start_round()
+        return state
+
+    @classmethod
+    def from_dict(cls, data: JsonDict) -> Self:
+        return cls(copy.deepcopy(data))
+
+    def to_dict(self) -> JsonDict:
+        return copy.deepcopy(self.s)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, State) and self.s == other.s
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # ---- queries ----
+
+    def side(self, seat: int) -> str:
+        return "solo" if seat == self.s["solo"] else "pair"
+
+    def active_seats(self) -> list[int]:
+        phase = self.s["phase"]
+        if phase == "over":
+            return []
+        if phase == "bidding":
+            return [p for p in range(PLAYERS) if self.s["bids"][p] < 0]
+        return [self.s["turn"]]
+
+    def is_over(self) -> bool:
+        return self.s["phase"] == "over"
+
+    def scores(self) -> list[int]:
+        return list(self.s["scores"])
+
+    def winners(self) -> list[int]:
+        return list(self.s["winners"])
+
+    def legal_moves(self, seat: int) -> list[JsonDict]:
+        if seat not in self.active_seats():
+            return []
+        s = self.s
+        if s["phase"] == "bidding":
+            return [{"bid": {"amount": a}} for a in range(MAX_BID + 1)]
+        candidates: list[JsonDict] = []
+        if s["phase"] == "draw":
+            candidates = [{"draw": {}}, {"take_pile": {}}]
+        else:
+            t = s["t"]
+            hand = s["hands"][seat]
+            usable = [c for c in hand if c not in t["locked"]]
+            if not t["closed"]:
+                ace_ok = s["scores"][seat] > THRESHOLD
+                for cards in three_card_melds(usable, ace_ok):
+                    candidates.append({"lay_meld": {"cards": cards}})
+                singles = _distinct(usable, prefer=t["top"])
+                for index, meld in enumerate(s["melds"]):
+                    if meld["side"] != self.side(seat):
+                        continue
+                    ends = (False,) if meld["kind"] == "ace_set" else (True, False)
+                    for card in singles:
+                        for low_end in ends:
+                            if extend(meld, card, low_end) is not None:
+                                candidates.append(
+                                    {"add_to_meld": {"meld": index, "card": card, "low_end": low_end}}
+                                )
+            candidates.append({"take_back": {}})
+            candidates += [{"discard": {"card": c}} for c in _distinct(hand, prefer=-1)]
+        legal = []
+        for move in candidates:
+            try:
+                self._validate(seat, *parse_move(move))
+            except RuleViolation:
+                continue
+            legal.append(move)
+        return legal
+
+    # ---- moves ----
+
+    def apply(self, seat: int, move: JsonDict) -> list[Event]:
+        kind, body = parse_move(move)
+        self._validate(seat, kind, body)
+        return getattr(self, f"_do_{kind}")(seat, body)
+
+    def _validate(self, seat: int, kind: str, b: JsonDict) -> None:
+        """Raise unless ``seat`` may make this move now; mutates nothing."""
+        s = self.s
+        if seat not in self.active_seats():
+            raise NotYourTurn(seat)
+        phase = s["phase"]
+        if phase == "bidding":
+            if kind != "bid":
+                raise RuleViolation("bid_first", "every player bids 0-3 for the Solo before the deal")
+            return
+        if kind == "bid":
+            raise RuleViolation("no_bidding", "bids are made only at the start of a Bid-for-Solo round")
+        if phase == "draw" and kind not in ("draw", "take_pile"):
+            raise RuleViolation("draw_first", "start your turn by drawing or taking the discard pile")
+        if phase == "play" and kind in ("draw", "take_pile"):
+            raise RuleViolation("already_drew", "you have already drawn this turn")
+        t = s["t"]
+        hand = s["hands"][seat]
+        side = self.side(seat)
+        if kind == "draw":
+            return
+        if kind == "take_pile":
+            if not s["discard"]:
+                raise RuleViolation("pile_empty", "the discard pile is empty")
+            if t["no_take"]:
+                raise RuleViolation("pile_given_back", "you gave the discard pile back this turn: draw")
+            if not self._top_meldable(seat, s["discard"][-1]):
+                raise RuleViolation(
+                    "take_pile_meld_top",
+                    f"you may take the discard pile only if you can meld its top card "
+                    f"({name(s['discard'][-1])}) this turn",
+                )
+            return
+        if kind == "take_back":
+            if not self._can_take_back():
+                raise RuleViolation("nothing_to_take_back", "there is nothing of this turn to take back")
+            return
+        if kind == "discard":
+            card = b["card"]
+            self._check_in_hand(seat, card, "discard")
+            if t["top"] >= 0 and t["top"] in hand:
+                raise RuleViolation(
+                    "meld_top_card",
+                    f"the top card of the discard pile you took ({name(t['top'])}) must be melded this "
+                    "turn before you discard",
+                )
+            self._check_opening(t["halves"])
+            if len(hand) == 1:
+                self._check_exit([m for m in s["melds"] if m["side"] == side], side, 0, True)
+            return
+        # lay_meld / add_to_meld
+        if t["closed"]:
+            raise RuleViolation("melding_closed", "you took back your melds: discard to end your turn")
+        if kind == "lay_meld":
+            cards = b["cards"]
+            if len(set(cards)) != len(cards):
+                raise MalformedMove("move.lay_meld.cards", "a card is listed twice")
+            for card in cards:
+                self._check_in_hand(seat, card, "lay_meld")
+            meld, rule = parse_meld(cards)
+            if meld is None:
+                raise RuleViolation(rule, _MELD_MESSAGES[rule])
+            if meld["kind"] == "ace_set":
+                self._check_ace_set(seat)
+            after = [m for m in s["melds"] if m["side"] == side] + [meld]
+            left = len(hand) - len(cards)
+            halves = t["halves"] + sum(half_points(c) for c in cards)
+        else:
+            index, card = b["meld"], b["card"]
+            if index >= len(s["melds"]):
+                raise MalformedMove("move.add_to_meld.meld", f"there is no meld {index}")
+            self._check_in_hand(seat, card, "add_to_meld")
+            meld = s["melds"][index]
+            if meld["side"] != side:
+                raise RuleViolation("own_side_melds", "you may add cards only to your own side's melds")
+            if meld["kind"] == "ace_set":
+                self._check_ace_set(seat)
+            grown = extend(meld, card, b["low_end"])
+            if grown is None:
+                end = "low" if b["low_end"] else "high"
+                raise RuleViolation(
+                    "meld_fit",
+                    f"{name(card)} does not fit at the {end} end of meld {index}: runs are one suit in "
+                    "sequence (no wrap, at most 14 cards), at most one pankal per meld",
+                )
+            after = [grown if i == index else m for i, m in enumerate(s["melds"]) if m["side"] == side]
+            left = len(hand) - 1
+            halves = t["halves"] + half_points(card)
+        if left == 0:
+            self._check_opening(halves)
+        if left <= 1:
+            self._check_exit(after, side, left, False)
+
+    def _can_take_back(self) -> bool:
+        t = self.s["t"]
+        return t["undo"] is not None and not t["closed"] and (t["melded"] or t["pile_taken"])
+
+    def _check_in_hand(self, seat: int, card: int, kind: str) -> None:
+        if card not in self.s["hands"][seat]:
+            raise RuleViolation("not_in_hand", f"card {card} ({name(card)}) is not in your hand")
+        if kind != "discard" and card in self.s["t"]["locked"]:
+            raise RuleViolation(
+                "pile_cards_locked",
+                f"{name(card)} came with the discard pile you took: it can be melded from your next turn",
+            )
+
+    def _check_ace_set(self, seat: int) -> None:
+        if self.s["scores"][seat] <= THRESHOLD:
+            raise RuleViolation(
+                "ace_set_1500", "ace-sets are allowed only to a player whose own score is above 1500"
+            )
+
+    def _check_opening(self, halves: int) -> None:
+        if self.s["t"]["opening"] and 0 < halves < OPENING_HALVES:
+            raise RuleViolation(
+                "going_down_7_5",
+                f"above 1500 your side goes down with at least 7.5 points melded in one turn "
+                f"(you have {halves / 2:g}): meld more or take back",
+            )
+
+    def _check_exit(self, side_melds: list[JsonDict], side: str, left: int, by_discard: bool) -> None:
+        """Refuse a step that leaves ``left`` (0 or 1) cards when the hand could not legally empty."""
+        biribas = [m for m in side_melds if is_biriba(m)]
+        waiting = self.s["more_state"][side] == "waiting"
+        pickup = bool(biribas) and waiting
+        out = not waiting and any(is_dirty(m) for m in biribas) and any(not is_dirty(m) for m in biribas)
+        if left == 0 and not by_discard and not pickup:
+            if out:
+                raise RuleViolation("meld_last_card", "you may not meld your last card: go out by discarding")
+            raise RuleViolation(
+                "empty_hand",
+                "you may empty your hand only to take your side's More pile (after a biriba) or to go out "
+                "(pure and dirty biribas, More pile taken)",
+            )
+        if not (pickup or out):
+            raise RuleViolation(
+                "empty_hand",
+                "this would leave you a last card you could not discard: you may empty your hand only to "
+                "take your side's More pile (after a biriba) or to go out (pure and dirty biribas, More "
+                "pile taken)",
+            )
+
+    def _top_meldable(self, seat: int, top: int) -> bool:
+        """Can ``top`` join one of the side's melds or make a new one with cards of the hand?"""
+        side = self.side(seat)
+        ace_ok = self.s["scores"][seat] > THRESHOLD
+        for meld in self.s["melds"]:
+            if meld["side"] != side or (meld["kind"] == "ace_set" and not ace_ok):
+                continue
+            if extend(meld, top, True) is not None or extend(meld, top, False) is not None:
+                return True
+        return bool(three_card_melds([*self.s["hands"][seat], top], ace_ok, must_include=top))
+
+    # ---- applying (validated moves only) ----
+
+    def _do_bid(self, seat: int, b: JsonDict) -> list[Event]:
+        s = self.s
+        s["bids"][seat] = b["amount"]
+        events = [Event({"bid_placed": {"seat": seat}})]
+        if min(s["bids"]) < 0:
+            return events
+        high = max(s["bids"])
+        left = (s["dealer"] + 1) % PLAYERS
+        solo = next(p for p in _clockwise(left) if s["bids"][p] == high)
+        for p in range(PLAYERS):
+            s["scores"][p] += -2 * high if p == solo else high
+        s["revealed_bids"] = list(s["bids"])
+        events.append(
+            Event(
+                {
+                    "bids_revealed": {
+                        "bids": list(s["bids"]),
+                        "solo": solo,
+                        "payment": high,
+                        "scores": list(s["scores"]),
+                    }
+                }
+            )
+        )
+        return events + self._deal(solo)
+
+    def _do_draw(self, seat: int, b: JsonDict) -> list[Event]:
+        s = self.s
+        card = s["draw"].pop()
+        s["hands"][seat].append(card)
+        s["phase"] = "play"
+        s["t"]["undo"] = {"hand": list(s["hands"][seat]), "melds": copy.deepcopy(s["melds"]), "discard": None}
+        return [
+            Event({"card_drawn": {"seat": seat}}),
+            Event({"drew_card": {"card": card_dict(card)}}, to=(seat,)),
+        ]
+
+    def _do_take_pile(self, seat: int, b: JsonDict) -> list[Event]:
+        s, t = self.s, self.s["t"]
+        pile = s["discard"]
+        hand = list(s["hands"][seat])
+        t["undo"] = {"hand": hand, "melds": copy.deepcopy(s["melds"]), "discard": list(pile)}
+        t["top"], t["locked"], t["pile_taken"] = pile[-1], pile[:-1], True
+        s["hands"][seat].extend(pile)
+        s["discard"] = []
+        s["phase"] = "play"
+        return [Event({"pile_taken": {"seat": seat, "cards": [card_dict(c) for c in pile]}})]
+
+    def _do_lay_meld(self, seat: int, b: JsonDict) -> list[Event]:
+        s = self.s
+        meld, _ = parse_meld(b["cards"])
+        assert meld is not None
+        meld["side"] = self.side(seat)
+        for card in b["cards"]:
+            s["hands"][seat].remove(card)
+        s["melds"].append(meld)
+        self._melded(b["cards"])
+        events = [Event({"meld_laid": {"seat": seat, "meld": self._meld_view(len(s["melds"]) - 1)}})]
+        return events + self._maybe_pickup(seat)
+
+    def _do_add_to_meld(self, seat: int, b: JsonDict) -> list[Event]:
+        s = self.s
+        index, card = b["meld"], b["card"]
+        grown = extend(s["melds"][index], card, b["low_end"])
+        assert grown is not None
+        s["melds"][index] = grown
+        s["hands"][seat].remove(card)
+        self._melded([card])
+        body = {"seat": seat, "card": card_dict(card), "low_end": b["low_end"]}
+        return [Event({"card_added": {**body, "meld": self._meld_view(index)}}), *self._maybe_pickup(seat)]
+
+    def _melded(self, cards: list[int]) -> None:
+        t = self.s["t"]
+        t["melded"] = True
+        t["halves"] += sum(half_points(c) for c in cards)
+
+    def _maybe_pickup(self, seat: int) -> list[Event]:
+        """An emptied hand (validated: the side may) takes the side's More pile."""
+        s = self.s
+        if s["hands"][seat]:
+            return []
+        side = self.side(seat)
+        pile = s["more"][side]
+        s["hands"][seat] = pile
+        s["more"][side] = []
+        s["more_state"][side] = "taken"
+        s["t"]["undo"] = None  # hidden cards seen: this turn's melds are final
+        return [
+            Event({"more_pile_taken": {"seat": seat, "side": ROLES[side], "count": len(pile)}}),
+            Event({"more_pile_cards": {"cards": [card_dict(c) for c in pile]}}, to=(seat,)),
+        ]
+
+    def _do_take_back(self, seat: int, b: JsonDict) -> list[Event]:
+        s, t = self.s, self.s["t"]
+        undo = t["undo"]
+        returned = [c for c in undo["hand"] if c not in s["hands"][seat]]
+        s["hands"][seat] = list(undo["hand"])
+        s["melds"] = undo["melds"]
+        pile_returned = undo["discard"] is not None
+        if pile_returned:
+            s["discard"] = list(undo["discard"])
+            s["phase"] = "draw"
+            t.update(top=-1, locked=[], pile_taken=False, no_take=True)
+        t.update(halves=0, melded=False, undo=None, closed=True)
+        return [
+            Event(
+                {
+                    "took_back": {
+                        "seat": seat,
+                        "cards": [card_dict(c) for c in returned],
+                        "pile_returned": pile_returned,
+                    }
+                }
+            )
+        ]
+
+    def _do_discard(self, seat: int, b: JsonDict) -> list[Event]:
+        s = self.s
+        card = b["card"]
+        hand = s["hands"][seat]
+        hand.remove(card)
+        s["discard"].append(card)
+        side = self.side(seat)
+        went_out = not hand and s["more_state"][side] != "waiting"
+        events = [Event({"discarded": {"seat": seat, "card": card_dict(card), "went_out": went_out}})]
+        if went_out:
+            return events + self._end_round(seat)
+        events += self._maybe_pickup(seat)
+        return events + self._next_turn()
+
+    # ---- turns and rounds ----
+
+    def _next_turn(self) -> list[Event]:
+        s = self.s
+        events: list[Event] = []
+        if not s["draw"]:
+            waiting = [side for side in ("pair", "solo") if s["more_state"][side] == "waiting"]
+            if not waiting:
+                return self._end_round(-1)
+            if len(waiting) == 2:
+                cards = s["more"]["pair"] + s["more"]["solo"]
+                rng(s["seed"], "refill", s["round"]).shuffle(cards)
+                source = "REFILL_BOTH_MORE_PILES"
+            else:
+                cards = s["more"][waiting[0]]
+                source = f"REFILL_{waiting[0].upper()}_MORE_PILE"
+            for side in waiting:
+                s["more"][side] = []
+                s["more_state"][side] = "drawn"
+            s["draw"] = cards
+            events.append(Event({"draw_pile_refilled": {"source": source, "size": len(cards)}}))
+        s["turn"] = (s["turn"] + 1) % PLAYERS
+        self._begin_turn()
+        return events
+
+    def _begin_turn(self) -> None:
+        s = self.s
+        seat = s["turn"]
+        side = self.side(seat)
+        down = any(m["side"] == side for m in s["melds"])
+        s["phase"] = "draw"
+        s["t"] = _fresh_turn(s["scores"][seat] > THRESHOLD and not down)
+
+    def _start_round(self) -> list[Event]:
+        s = self.s
+        s["round"] += 1
+        if s["round"] > 1:
+            s["dealer"] = (s["dealer"] + 1) % PLAYERS
+        s.update(
+            solo=-1,
+            bids=[-1] * PLAYERS,
+            revealed_bids=[],
+            hands=[[] for _ in range(PLAYERS)],
+            draw=[],
+            discard=[],
+            more={"pair": [], "solo": []},
+            more_state={"pair": "waiting", "solo": "waiting"},
+            melds=[],
+            turn=(s["dealer"] + 1) % PLAYERS,
+            t=_fresh_turn(False),
+        )
+        bidding = s["options"]["bid_for_solo"]
+        events = [Event({"round_started": {"round": s["round"], "dealer": s["dealer"], "bidding": bidding}})]
+        if bidding:
+            s["phase"] = "bidding"
+            return events
+        return events + self._deal(self._choose_solo())
+
+    def _choose_solo(self) -> int:
+        """Lowest score; then Solo least recently; then clockwise from the dealer's left; cap of 2."""
+        s = self.s
+        history = s["solo_history"]
+        left = (s["dealer"] + 1) % PLAYERS
+
+        def last_solo(p: int) -> int:
+            return max((i for i, solo in enumerate(history) if solo == p), default=-1)
+
+        order = sorted(range(PLAYERS), key=lambda p: (s["scores"][p], last_solo(p), (p - left) % PLAYERS))
+        if len(history) >= 2 and history[-1] == history[-2] == order[0]:
+            return order[1]
+        return order[0]
+
+    def _deal(self, solo: int) -> list[Event]:
+        s = self.s
+        s["solo"] = solo
+        s["solo_history"].append(solo)
+        deck = list(range(DECK_SIZE))
+        rng(s["seed"], "deal", s["round"]).shuffle(deck)
+        left = (s["dealer"] + 1) % PLAYERS
+        for i, p in enumerate(_clockwise(left)):
+            s["hands"][p] = deck[i * HAND_SIZE : (i + 1) * HAND_SIZE]
+        base = PLAYERS * HAND_SIZE
+        s["more"] = {
+            "pair": deck[base : base + MORE_PILE_SIZE],
+            "solo": deck[base + MORE_PILE_SIZE : base + 2 * MORE_PILE_SIZE],
+        }
+        s["draw"] = deck[base + 2 * MORE_PILE_SIZE :]
+        s["discard"] = [s["draw"].pop()]
+        s["turn"] = left
+        self._begin_turn()
+        roles = [ROLES[self.side(p)] for p in range(PLAYERS)]
+        events = [
+            Event({"roles_assigned": {"solo": solo, "roles": roles, "first_player": left}}),
+            Event(
+                {
+                    "dealt": {
+                        "hand_sizes": [HAND_SIZE] * PLAYERS,
+                        "draw_pile_size": len(s["draw"]),
+                        "more_pile_size": MORE_PILE_SIZE,
+                        "discard": card_dict(s["discard"][-1]),
+                    }
+                }
+            ),
+        ]
+        for p in range(PLAYERS):
+            events.append(Event({"hand_dealt": {"cards": [card_dict(c) for c in s["hands"][p]]}}, to=(p,)))
+        return events
+
+    def round_result(self, went_out: int) -> JsonDict:
+        """Score the round as it stands (``went_out``: the seat that went out, -1 for none)."""
+        s = self.s
+        seats = []
+        for p in range(PLAYERS):
+            side = self.side(p)
+            side_melds = [m for m in s["melds"] if m["side"] == side]
+            melded = sum(meld_points(m) for m in side_melds)
+            bonus = sum(biriba_bonus(m) for m in side_melds)
+            go_out = GO_OUT_BONUS if went_out == p else 0
+            hand = sum(points(c) for c in s["hands"][p])
+            penalty = MORE_PENALTY if s["more_state"][side] != "taken" else 0
+            if side == "solo":
+                total, multiplied = solo_score(melded + bonus + go_out - hand, penalty)
+                solo_bonus = SOLO_BONUS if went_out == p else 0
+                total += solo_bonus
+            else:
+                total, multiplied, solo_bonus = melded + bonus + go_out - hand - penalty, False, 0
+            seats.append(
+                {
+                    "meld_points": melded,
+                    "biriba_bonus": bonus,
+                    "go_out_bonus": go_out,
+                    "hand_points": hand,
+                    "more_penalty": penalty,
+                    "multiplied": multiplied,
+                    "solo_bonus": solo_bonus,
+                    "total": total,
+                }
+            )
+        return {
+            "round": s["round"],
+            "end": "ROUND_END_WENT_OUT" if went_out >= 0 else "ROUND_END_EXHAUSTED",
+            "went_out": went_out,
+            "solo": s["solo"],
+            "seats": seats,
+            "totals": [s["scores"][p] + seats[p]["total"] for p in range(PLAYERS)],
+        }
+
+    def _end_round(self, went_out: int) -> list[Event]:
+        s = self.s
+        result = self.round_result(went_out)
+        s["scores"] = list(result["totals"])
+        s["rounds"].append(result)
+        s["t"] = _fresh_turn(False)
+        events = [Event({"round_ended": {"result": result}})]
+        limit = s["options"]["max_rounds"]
+        if max(s["scores"]) >= TARGET or (limit and s["round"] >= limit):
+            s["phase"] = "over"
+            s["winners"] = match_winners(s["scores"], went_out)
+            return events
+        return events + self._start_round()
+
+    # ---- the observer ----
+
+    def _meld_view(self, index: int) -> JsonDict:
+        meld = self.s["melds"][index]
+        return {
+            "index": index,
+            "side": ROLES[meld["side"]],
+            "kind": "MELD_KIND_RUN" if meld["kind"] == "run" else "MELD_KIND_ACE_SET",
+            "suit": SUIT_NAMES[meld["suit"]] if meld["suit"] >= 0 else "SUIT_UNSPECIFIED",
+            "low": meld["low"],
+            "cards": [card_dict(c) for c in meld["cards"]],
+            "wild_index": wild_index(meld),
+            "dirty": is_dirty(meld),
+            "biriba": is_biriba(meld),
+            "points": meld_points(meld),
+        }
+
+    def view(self, seat: int | None) -> JsonDict:
+        s, t = self.s, self.s["t"]
+        own = seat is not None and 0 <= seat < PLAYERS
+        dealt = s["solo"] >= 0
+        turn_hand = s["hands"][s["turn"]]
+        return {
+            "phase": PHASES[s["phase"]],
+            "round": s["round"],
+            "dealer": s["dealer"],
+            "roles": [ROLES[self.side(p)] if dealt else "ROLE_UNSPECIFIED" for p in range(PLAYERS)],
+            "scores": list(s["scores"]),
+            "turn": s["turn"],
+            "hand": [card_dict(c) for c in sorted(s["hands"][seat], key=_sort_key)] if own else [],
+            "hand_sizes": [len(h) for h in s["hands"]],
+            "melds": [self._meld_view(i) for i in range(len(s["melds"]))],
+            "discard_pile": [card_dict(c) for c in s["discard"]],
+            "draw_pile_size": len(s["draw"]),
+            "pair_more_pile": PILE_STATES[s["more_state"]["pair"]],
+            "pair_more_pile_size": len(s["more"]["pair"]),
+            "solo_more_pile": PILE_STATES[s["more_state"]["solo"]],
+            "solo_more_pile_size": len(s["more"]["solo"]),
+            "solo_history": list(s["solo_history"]),
+            "must_meld_top": t["top"] >= 0 and t["top"] in turn_hand,
+            "top_card": max(t["top"], 0),
+            "locked_cards": list(t["locked"]),
+            "opening": t["opening"],
+            "opening_half_points": t["halves"],
+            "can_take_back": self._can_take_back(),
+            "melding_closed": t["closed"],
+            "bid_made": [b >= 0 for b in s["bids"]] if s["options"]["bid_for_solo"] else [],
+            "bids": list(s["revealed_bids"]),
+            "my_bid": s["bids"][seat] if own else -1,
+            "rounds": copy.deepcopy(s["rounds"]),
+            "bid_for_solo": s["options"]["bid_for_solo"],
+            "max_rounds": s["options"]["max_rounds"],
+            "target_score": TARGET,
+        }
+
+
+# ---- helpers ----
+
+_MELD_MESSAGES = {
+    "meld_too_short": "a meld needs at least 3 cards",
+    "one_pankal": "a meld may hold at most one pankal (2 or joker standing in for another card)",
+    "runs_only": "only runs are allowed: 3 or more cards of one suit in sequence, ace low (A-2-3) or high "
+    "(Q-K-A) but never around (K-A-2), cards listed low to high; ace-sets above 1500",
+}
+
+
+def solo_score(net: int, penalty: int) -> tuple[int, bool]:
+    """The Solo's order of operations after the net: -100 penalty, then x1.5 rounded down if positive."""
+    net -= penalty
+    if net > 0:
+        return net * 3 // 2, True
+    return net, False
+
+
+def match_winners(scores: list[int], went_out: int) -> list[int]:
+    """Highest cumulative score; tie: the one who went out in the last round; else all tied."""
+    best = max(scores)
+    top = [p for p in range(PLAYERS) if scores[p] == best]
+    if len(top) > 1 and went_out in top:
+        return [went_out]
+    return top
+
+
+def _clockwise(start: int) -> list[int]:
+    return [(start + i) % PLAYERS for i in range(PLAYERS)]
+
+
+def _sort_key(card: int) -> tuple[int, int, int]:
+    rank_, suit_ = identity(card)
+    return (suit_, rank_, card)
+
+
+def _distinct(cards: list[int], prefer: int) -> list[int]:
+    """One card per identity (``prefer`` wins over its twin)."""
+    out: dict[tuple[int, int], int] = {}
+    for card in sorted(cards, key=lambda c: (c != prefer, c)):
+        out.setdefault(identity(card), card)
+    return sorted(out.values(), key=_sort_key)
