@@ -7,7 +7,6 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 GENERATED := gen/.generated
-export PYTHONPATH := $(CURDIR):$(CURDIR)/gen
 
 .PHONY: install gen run test lint typecheck bench autoplay clean
 
@@ -17,6 +16,8 @@ $(INSTALLED): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements-dev.txt
+	# The project and its generated code, importable from the virtualenv wherever it runs.
+	$(BIN)/python -c "import pathlib, site; pathlib.Path(site.getsitepackages()[0], 'mogames.pth').write_text('$(CURDIR)\n$(CURDIR)/gen\n')"
 	touch $@
 
 # Generated code is never edited by hand: it is rebuilt whenever a .proto changes.

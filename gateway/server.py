@@ -16,7 +16,7 @@ from services.runtime.codec import Codec
 from services.runtime.settings import GatewaySettings, SettingsError
 
 
-def build(settings: GatewaySettings) -> tuple[grpc.aio.Server, serving.health.HealthServicer, list[ReplicaPool], int]:
+async def build(settings: GatewaySettings) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, list[ReplicaPool], int]:
     routes: dict[str, tuple[ReplicaPool, bool]] = {}
     pools = []
     games = []
@@ -33,13 +33,13 @@ def build(settings: GatewaySettings) -> tuple[grpc.aio.Server, serving.health.He
     server.add_generic_rpc_handlers([GameProxy(routes)])
     lobby_pb2_grpc.add_LobbyServicer_to_server(LobbyServicer(games), server)
     lobby_service = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
-    checker = serving.add_health_and_reflection(server, [lobby_service, *(g.full_service for g in games)])
+    checker = await serving.add_health_and_reflection(server, [lobby_service, *(g.full_service for g in games)])
     port = server.add_insecure_port(settings.listen)
     return server, checker, pools, port
 
 
 async def main(settings: GatewaySettings) -> None:
-    server, checker, pools, port = build(settings)
+    server, checker, pools, port = await build(settings)
     serving.log.info("gateway", port=port, games=sorted(settings.backends))
 
     async def close() -> None:

@@ -93,7 +93,7 @@ async def cluster(redis_url: str) -> AsyncIterator[Cluster]:
         shutdown_grace_s=1,
         log_level="warning",
     )
-    gateway, _checker, pools, gateway_port = build_gateway(settings)
+    gateway, _checker, pools, gateway_port = await build_gateway(settings)
     await gateway.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}")
     replica_channels = {

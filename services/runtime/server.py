@@ -21,7 +21,7 @@ def redis_client(url: str) -> aioredis.Redis:
     return aioredis.Redis.from_url(url, max_connections=2048, health_check_interval=30)
 
 
-async def build(settings: ServiceSettings) -> tuple[grpc.aio.Server, serving.health.HealthServicer, aioredis.Redis, int]:
+async def build(settings: ServiceSettings) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, aioredis.Redis, int]:
     """A ready-to-start server for ``settings.game``, and the port it bound."""
     rules = rules_module(settings.game)
     client = redis_client(settings.redis_url)
@@ -29,7 +29,7 @@ async def build(settings: ServiceSettings) -> tuple[grpc.aio.Server, serving.hea
     codec = Codec(rules.GAME)
     server = serving.new_server()
     GameServicer(MatchService(rules, MatchStore(client), settings), codec).add_to_server(server)
-    checker = serving.add_health_and_reflection(server, [rules.GAME.full_service])
+    checker = await serving.add_health_and_reflection(server, [rules.GAME.full_service])
     port = server.add_insecure_port(settings.listen)
     return server, checker, client, port
 

@@ -23,12 +23,12 @@ def new_server(options: Iterable[tuple[str, int]] = ()) -> grpc.aio.Server:
     )
 
 
-def add_health_and_reflection(server: grpc.aio.Server, services: list[str]) -> health.HealthServicer:
+async def add_health_and_reflection(server: grpc.aio.Server, services: list[str]) -> health.aio.HealthServicer:
     """Standard health (overall and per service, all SERVING) and server reflection."""
-    checker = health.HealthServicer(experimental_non_blocking=True)
+    checker = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
     for name in ["", *services]:
-        checker.set(name, health_pb2.HealthCheckResponse.SERVING)
+        await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection(
         [*services, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
     )
@@ -37,7 +37,7 @@ def add_health_and_reflection(server: grpc.aio.Server, services: list[str]) -> h
 
 async def serve_until_signalled(
     server: grpc.aio.Server,
-    checker: health.HealthServicer,
+    checker: health.aio.HealthServicer,
     grace_s: float,
     on_stop: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
@@ -50,7 +50,7 @@ async def serve_until_signalled(
     log.info("serving")
     await stop.wait()
     log.info("shutting_down", grace_s=grace_s)
-    checker.enter_graceful_shutdown()
+    await checker.enter_graceful_shutdown()
     await server.stop(grace_s)
     if on_stop is not None:
         await on_stop()

@@ -1,0 +1,92 @@
+"""The real entry points as separate processes: settings fail fast, health, reflection,
+JSON logs with request context, graceful shutdown on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from clients.bot import play_match
+from clients.game_client import GameClient
+from deploy.redis_server import free_port, wait_for_port
+from tests.conftest import TOKEN_SECRET
+
+
+def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[str]:
+    # Logs go to a file, not a pipe: a full pipe nobody reads would block the process.
+    with log.open("w") as out:
+        return subprocess.Popen([sys.executable, *args], env={**os.environ, **env}, stdout=out, stderr=out, text=True)
+
+
+def test_service_refuses_to_start_without_a_token_secret(redis_url):
+    env = {k: v for k, v in os.environ.items() if k != "MOGAMES_TOKEN_SECRET"}
+    result = subprocess.run(
+        [sys.executable, "-m", "services", "happy_mochi"],
+        env={**env, "MOGAMES_REDIS_URL": redis_url},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0 and "MOGAMES_TOKEN_SECRET is required" in result.stderr
+
+
+def test_gateway_refuses_a_bad_backend_list():
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway"],
+        env={**os.environ, "MOGAMES_BACKENDS_HAPPY_MOCHI": "localhost:http"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0 and "MOGAMES_BACKENDS_HAPPY_MOCHI" in result.stderr
+
+
+async def test_processes_serve_health_reflection_logs_and_stop_gracefully(redis_url, tmp_path):
+    service_port, gateway_port = free_port(), free_port()
+    common = {"MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(), "MOGAMES_REDIS_URL": redis_url}
+    service = spawn(
+        ["-m", "services", "happy_mochi"],
+        {**common, "MOGAMES_LISTEN": f"127.0.0.1:{service_port}"},
+        tmp_path / "service.log",
+    )
+    gateway = spawn(
+        ["-m", "gateway"],
+        {
+            "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+            "MOGAMES_BACKENDS_HAPPY_MOCHI": f"127.0.0.1:{service_port}",
+        },
+        tmp_path / "gateway.log",
+    )
+    try:
+        wait_for_port(service_port, 30)
+        wait_for_port(gateway_port, 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            for name in ("", "mogames.happymochi.v1.HappyMochi", "mogames.lobby.v1.Lobby"):
+                reply = await health.Check(health_pb2.HealthCheckRequest(service=name))
+                assert reply.status == health_pb2.HealthCheckResponse.SERVING
+            reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
+            request = reflection_pb2.ServerReflectionRequest(list_services="")
+            responses = [r async for r in reflection.ServerReflectionInfo(iter([request]))]
+            names = {s.name for s in responses[0].list_services_response.service}
+            assert {"mogames.happymochi.v1.HappyMochi", "mogames.lobby.v1.Lobby", "grpc.health.v1.Health"} <= names
+            played = await play_match(GameClient(channel, "happy_mochi"), 2, seed=2)
+    finally:
+        for process in (gateway, service):
+            process.send_signal(signal.SIGTERM)
+        codes = [process.wait(timeout=30) for process in (gateway, service)]
+    assert codes == [0, 0], (tmp_path / "gateway.log").read_text() + (tmp_path / "service.log").read_text()
+    output = (tmp_path / "service.log").read_text()
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    committed = [line for line in lines if line["event"] == "move_committed"]
+    assert len(committed) == played.moves
+    assert {"rpc", "match_id", "seat", "request_id", "version"} <= set(committed[0])
+    assert any(line["event"] == "stopped" for line in lines)
