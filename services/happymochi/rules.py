@@ -14,7 +14,6 @@ primitive moves:
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Self
 
 from services.engine import (
@@ -292,11 +291,16 @@ class State:
         return cls(**fields)
 
     def to_dict(self) -> JsonDict:
-        return {name: copy.deepcopy(getattr(self, name)) for name in self.FIELDS}
+        data = {name: getattr(self, name) for name in self.FIELDS}
+        for name in ("left", "right", "deck", "totals", "pending", "last_round_points", "winner_seats"):
+            data[name] = list(data[name])
+        data["hands"] = [list(hand) for hand in self.hands]
+        data["options"] = dict(self.options)
+        return data
 
     @classmethod
     def from_dict(cls, data: JsonDict) -> Self:
-        return cls(**copy.deepcopy(dict(data)))
+        return cls(**{name: _plain_copy(value) for name, value in data.items()})
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, State) and self.to_dict() == other.to_dict()
@@ -679,6 +683,15 @@ class State:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def _plain_copy(value: Any) -> Any:
+    """Deep copy of JSON-like data (dicts, lists, scalars): much faster than copy.deepcopy."""
+    if isinstance(value, list):
+        return [_plain_copy(v) if isinstance(v, list | dict) else v for v in value]
+    if isinstance(value, dict):
+        return {k: _plain_copy(v) if isinstance(v, list | dict) else v for k, v in value.items()}
+    return value
 
 
 def parse_move(move: Any) -> tuple[str, dict[str, Any]]:
