@@ -182,15 +182,18 @@ def extend(meld: Meld, card: int, low_end: bool) -> Meld | None:
     return {**meld, "cards": [*meld["cards"], card]}
 
 
-def three_card_melds(cards: list[int], ace_sets: bool, must_include: int | None = None) -> list[list[int]]:
+def three_card_melds(
+    cards: list[int], ace_sets: bool, must_include: int | None = None, prefer: int | None = None
+) -> list[list[int]]:
     """Every distinct valid 3-card meld (run order) from ``cards``.
 
     Copies of the same card count once per copy available; each result lists
     concrete ids. With ``must_include``, only melds using that very card (which
-    is preferred over an identical copy).
+    is preferred over an identical copy); ``prefer`` is preferred over its copy too.
     """
+    prefer = must_include if must_include is not None else prefer
     by_ident: dict[tuple[int, int], list[int]] = {}
-    ordered = sorted(cards, key=lambda c: (c != must_include, c))
+    ordered = sorted(cards, key=lambda c: (c != prefer, c))
     for card in ordered:
         by_ident.setdefault(identity(card), []).append(card)
     wild_idents = [i for i in by_ident if i[0] in (0, 2)]

@@ -173,7 +173,7 @@ class State:
             usable = [c for c in hand if c not in t["locked"]]
             if not t["closed"]:
                 ace_ok = s["scores"][seat] > THRESHOLD
-                for cards in three_card_melds(usable, ace_ok):
+                for cards in three_card_melds(usable, ace_ok, prefer=t["top"]):
                     candidates.append({"lay_meld": {"cards": cards}})
                 singles = _distinct(usable, prefer=t["top"])
                 for index, meld in enumerate(s["melds"]):
