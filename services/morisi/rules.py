@@ -183,6 +183,8 @@ class State:
             "end_reason": "NOT_ENDED",
             "house_winner": -1,
         }
+        if "sticks" in fields:
+            fields["sticks"] = [[s, min(a, b), max(a, b)] for s, a, b in fields["sticks"]]
         unknown = set(fields) - set(data) - {"box"}
         if unknown:
             raise TypeError(f"unknown fields {unknown}")
@@ -621,42 +623,17 @@ class State:
     def city_totals(self, points: list[dict[int, int]]) -> dict[int, int]:
         return {c: sum(p.get(c, 0) for p in points) for c in self.cities}
 
-    def scoring_cities(self, totals: dict[int, int]) -> list[int]:
-        """The three cities with the most house-points, all tied at the cut (2 players: the largest)."""
-        ranked = sorted(totals.values(), reverse=True)
-        keep = 1 if self.players == 2 else 3
-        if not ranked:
-            return []
-        cut = ranked[min(keep, len(ranked)) - 1]
-        return sorted(c for c, v in totals.items() if v >= cut and v > 0)
-
-    def prediction_points(self, seat: int, totals: dict[int, int]) -> int:
-        """5 per city at a right rank, 2 per predicted top-three city at a wrong rank (ties span ranks)."""
-        points = 0
-        for rank, city in enumerate(self.predictions[seat], start=1):
-            v = totals.get(city, 0)
-            if v <= 0:
-                continue
-            lo = 1 + sum(1 for x in totals.values() if x > v)
-            hi = lo + sum(1 for x in totals.values() if x == v) - 1
-            if lo <= rank <= hi:
-                points += 5
-            elif lo <= PREDICTION_SIZE:
-                points += 2
-        return points
-
     def standings(self) -> list[dict[str, int]]:
         points = [self.house_points(s) for s in range(self.players)]
         totals = self.city_totals(points)
-        top = self.scoring_cities(totals)
+        scores = board_scores(points, totals, top_count(self.players))
         rows = []
         for s in range(self.players):
-            score = 4 * len(points[s]) + sum(points[s].get(c, 0) for c in top)
             if self.phase == "OVER" and self.options["prediction"]:
-                score += self.prediction_points(s, totals)
+                scores[s] += prediction_points(self.predictions[s], totals)
             rows.append(
                 {
-                    "score": score,
+                    "score": scores[s],
                     "cities": len(points[s]),
                     "sticks": sum(1 for st in self.sticks if st[0] == s),
                     "house_points": sum(points[s].values()),
@@ -672,9 +649,9 @@ class State:
             return []
         if self.end_reason == "HOUSES_EXHAUSTED":
             return [self.house_winner]
-        keys = [(r["score"], r["cities"], r["sticks"], r["house_points"]) for r in self.standings()]
-        best = max(keys)
-        return [s for s, k in enumerate(keys) if k == best]
+        return tiebreak_winners(
+            [(r["score"], r["cities"], r["sticks"], r["house_points"]) for r in self.standings()]
+        )
 
     # ------------------------------------------------------------ view
 
@@ -726,7 +703,7 @@ class State:
             "start_seat": self.start,
             "turn": self.turn_no,
             "house_supply": supply,
-            "scoring_cities": self.scoring_cities(totals),
+            "scoring_cities": scoring_cities(totals, top_count(self.players)),
             "predictions": [{"seat": s, "cities": list(self.predictions[s])} for s in shown],
             "prediction_variant": self.options["prediction"],
             "end_reason": self.end_reason,
@@ -735,3 +712,52 @@ class State:
             "allow_holes": self.options["allow_holes"],
             "layout": self.options["layout"],
         }
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def top_count(players: int) -> int:
+    """How many of the largest cities score: three, or the largest one with 2 players."""
+    return 1 if players == 2 else 3
+
+
+def scoring_cities(totals: dict[int, int], keep: int) -> list[int]:
+    """The ``keep`` cities with the most house-points (all players), every city tied at the cut."""
+    ranked = sorted((v for v in totals.values() if v > 0), reverse=True)
+    if not ranked:
+        return []
+    cut = ranked[min(keep, len(ranked)) - 1]
+    return sorted(c for c, v in totals.items() if v >= cut)
+
+
+def board_scores(points: list[dict[int, int]], totals: dict[int, int], keep: int) -> list[int]:
+    """4 per city where the seat has a house, plus its house-points in the scoring cities."""
+    top = scoring_cities(totals, keep)
+    return [4 * sum(1 for v in p.values() if v > 0) + sum(p.get(c, 0) for c in top) for p in points]
+
+
+def prediction_points(prediction: list[int], totals: dict[int, int]) -> int:
+    """5 per city at its right rank, 2 per top-three city at a wrong rank.
+
+    A city's rank spans every place it shares with tied cities (two cities tied
+    for the most houses are both 1st and 2nd); a city without houses has no rank.
+    """
+    points = 0
+    for rank, city in enumerate(prediction, start=1):
+        v = totals.get(city, 0)
+        if v <= 0:
+            continue
+        lo = 1 + sum(1 for x in totals.values() if x > v)
+        hi = lo + sum(1 for x in totals.values() if x == v) - 1
+        if lo <= rank <= hi:
+            points += 5
+        elif lo <= PREDICTION_SIZE:
+            points += 2
+    return points
+
+
+def tiebreak_winners(keys: list[tuple[int, int, int, int]]) -> list[int]:
+    """Seats with the best (score, cities with a house, sticks laid, house-points placed)."""
+    best = max(keys)
+    return [s for s, k in enumerate(keys) if k == best]
