@@ -11,7 +11,6 @@ drawn from ``rng(seed, "deal"|"dice", round)``.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from services.engine import (
@@ -268,13 +267,13 @@ class State:
     )
 
     def to_dict(self) -> JsonDict:
-        return {key: copy.deepcopy(getattr(self, key)) for key in self._KEYS}
+        return {key: _copy(getattr(self, key)) for key in self._KEYS}
 
     @classmethod
     def from_dict(cls, data: JsonDict) -> State:
         state = cls(data["players"], data["seed"], data["first_player"])
         for key in cls._KEYS:
-            setattr(state, key, copy.deepcopy(data[key]))
+            setattr(state, key, _copy(data[key]))
         return state
 
     def __eq__(self, other: object) -> bool:
@@ -663,6 +662,17 @@ def _empty_trick(number: int, leader: int) -> JsonDict:
         "winner": 0,
         "reason": NO_REASON,
     }
+
+
+def _copy(value: Any) -> Any:
+    """A deep copy of the state's JSON data (lists of ints, lists of lists, small dicts)."""
+    if isinstance(value, list):
+        if value and isinstance(value[0], (list, dict)):
+            return [_copy(v) for v in value]
+        return list(value)
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    return value
 
 
 def _one_die_per_face(dice: list[int], faces: list[int]) -> list[int]:
