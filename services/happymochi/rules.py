@@ -27,35 +27,25 @@ from services.engine import (
     RuleViolation,
     rng,
 )
+from services.happymochi.cards import (
+    DECK_SIZE,
+    MINUS,
+    NO_EFFECT,
+    PLUS,
+    card_color,
+    card_dict,
+    card_effect,
+    card_value,
+    check_duo,
+    duo_number,
+    is_happy_mochi,
+)
+from services.happymochi.moves import DECK, LEFT, SOURCES, STACK_OF, parse_move
 
 # ---------------------------------------------------------------- constants
 
-COLORS = (
-    "COLOR_RED",
-    "COLOR_ORANGE",
-    "COLOR_YELLOW",
-    "COLOR_GREEN",
-    "COLOR_BLUE",
-    "COLOR_PURPLE",
-    "COLOR_PINK",
-)
-VALUES = 10
-DECK_SIZE = len(COLORS) * VALUES  # 70
 HAND_SIZE = 7
 END_SCORE = 30
-
-# The effect table (happy-mochi.md): every 9 draws, every 5 flips the Value card.
-EFFECT_BY_VALUE = {9: "EFFECT_DRAW", 5: "EFFECT_VALUE_FLIP"}
-NO_EFFECT = "EFFECT_NONE"
-
-PLUS = "VALUE_SIDE_PLUS"
-MINUS = "VALUE_SIDE_MINUS"
-
-DECK = "DRAW_SOURCE_DECK"
-LEFT = "DRAW_SOURCE_LEFT"
-RIGHT = "DRAW_SOURCE_RIGHT"
-SOURCES = (DECK, LEFT, RIGHT)
-STACK_OF = {LEFT: "STACK_LEFT", RIGHT: "STACK_RIGHT"}
 
 PHASE_TURN = "PHASE_TURN"
 PHASE_PLACE = "PHASE_PLACE"
@@ -63,17 +53,6 @@ PHASE_EFFECTS = "PHASE_EFFECTS"
 PHASE_EFFECT_DRAW = "PHASE_EFFECT_DRAW"
 PHASE_GAME_OVER = "PHASE_GAME_OVER"
 PHASES = (PHASE_TURN, PHASE_PLACE, PHASE_EFFECTS, PHASE_EFFECT_DRAW, PHASE_GAME_OVER)
-
-# Fields of every move kind: name -> "uint32" or the tuple of allowed enum names.
-MOVE_FIELDS: dict[str, dict[str, Any]] = {
-    "draw": {"source": SOURCES},
-    "place_card": {"position": "uint32"},
-    "play_duo": {"position": "uint32"},
-    "name_drawer": {"seat": "uint32"},
-    "flip_value": {},
-    "pass_turn": {},
-}
-ENUM_ZERO = {"source": "DRAW_SOURCE_UNSPECIFIED"}
 
 GAME = GameInfo(
     name="happy_mochi",
@@ -91,50 +70,6 @@ GAME = GameInfo(
         ),
     ),
 )
-
-
-# ---------------------------------------------------------------- cards
-
-
-def card_value(card: int) -> int:
-    return card % VALUES
-
-
-def card_color(card: int) -> str:
-    return COLORS[card // VALUES]
-
-
-def card_effect(card: int) -> str:
-    return EFFECT_BY_VALUE.get(card_value(card), NO_EFFECT)
-
-
-def card_dict(card: int) -> JsonDict:
-    return {"id": card, "value": card_value(card), "color": card_color(card), "effect": card_effect(card)}
-
-
-def duo_number(left: int, right: int) -> int:
-    return 10 * card_value(left) + card_value(right)
-
-
-def is_happy_mochi(left: int, right: int) -> bool:
-    return card_value(left) == card_value(right)
-
-
-def check_duo(left: int, right: int, top_left: int, top_right: int, side: str) -> tuple[str, str] | None:
-    """Why the Duo (left, right) may not be played on the Central Duo, or None if it may."""
-    if is_happy_mochi(left, right):
-        return None
-    number, target = duo_number(left, right), duo_number(top_left, top_right)
-    if side == PLUS and number <= target:
-        return "value_restriction", f"the Value card shows +: {number:02d} is not greater than {target:02d}"
-    if side == MINUS and number >= target:
-        return "value_restriction", f"the Value card shows -: {number:02d} is not less than {target:02d}"
-    if card_color(top_left) == card_color(top_right) and card_color(left) != card_color(right):
-        return (
-            "color_restriction",
-            "the Central Duo is one colour, so the Duo must be two cards of one colour",
-        )
-    return None
 
 
 # ---------------------------------------------------------------- options
@@ -692,33 +627,3 @@ def _plain_copy(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _plain_copy(v) if isinstance(v, list | dict) else v for k, v in value.items()}
     return value
-
-
-def parse_move(move: Any) -> tuple[str, dict[str, Any]]:
-    """Check a move's shape; returns (kind, handler keyword arguments). Raises MalformedMove."""
-    if not isinstance(move, dict) or len(move) != 1:
-        raise MalformedMove("move", "a move is an object with exactly one move kind")
-    ((kind, body),) = move.items()
-    if kind not in MOVE_FIELDS:
-        raise MalformedMove("move", f"unknown move kind {kind!r}; expected one of {sorted(MOVE_FIELDS)}")
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise MalformedMove(f"move.{kind}", "the move kind's value must be an object")
-    spec = MOVE_FIELDS[kind]
-    unknown = set(body) - set(spec)
-    if unknown:
-        raise MalformedMove(f"move.{kind}.{sorted(unknown)[0]}", "unknown field")
-    out: dict[str, Any] = {}
-    for name, typ in spec.items():
-        field = f"move.{kind}.{name}"
-        if typ == "uint32":
-            value = body.get(name, 0)
-            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**32:
-                raise MalformedMove(field, f"expected an unsigned integer, got {value!r}")
-        else:
-            value = body.get(name, ENUM_ZERO[name])
-            if value not in typ:
-                raise MalformedMove(field, f"expected one of {list(typ)}, got {value!r}")
-        out["drawer" if (kind, name) == ("name_drawer", "seat") else name] = value
-    return kind, out
