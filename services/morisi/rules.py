@@ -184,7 +184,12 @@ class State:
             "house_winner": -1,
         }
         if "sticks" in fields:
-            fields["sticks"] = [[s, min(a, b), max(a, b)] for s, a, b in fields["sticks"]]
+            fields["sticks"] = [_test_stick(tile_dicts, *st) for st in fields["sticks"]]
+        if "spent" not in fields:
+            for _, _, _, paid, cost in fields.get("sticks", []):
+                data["spent"][COLORS.index(tile_dicts[paid]["terrain"])] += cost
+            for _, paid, cost in fields.get("pending", []):
+                data["spent"][COLORS.index(tile_dicts[paid]["terrain"])] += cost
         unknown = set(fields) - set(data) - {"box"}
         if unknown:
             raise TypeError(f"unknown fields {unknown}")
@@ -267,14 +272,14 @@ class State:
         return sorted(out)
 
     def own_tiles(self, seat: int, with_pending: bool = True) -> set[int]:
-        tiles = {t for s in self.sticks if s[0] == seat for t in s[1:]}
+        tiles = {t for s in self.sticks if s[0] == seat for t in s[1:3]}
         if with_pending and seat == self.turn:
             tiles |= {t for p in self.pending for t in p[:2]}
         return tiles
 
     def _stick_context(self, seat: int) -> StickContext:
         owners: dict[tuple[int, int], list[int]] = {}
-        for s, a, b in self.sticks:
+        for s, a, b, *_ in self.sticks:
             owners.setdefault((a, b), []).append(s)
         pending = {(min(a, b), max(a, b)) for a, b, _ in self.pending}
         return self.own_tiles(seat), owners, pending
@@ -552,7 +557,7 @@ class State:
         if problem is not None:
             raise problem
         before = self.house_points(seat)
-        new = [[seat, min(a, b), max(a, b)] for a, b, _ in self.pending]
+        new = [[seat, min(a, b), max(a, b), b, cost] for a, b, cost in self.pending]
         self.sticks.extend(new)
         self.pending = []
         after = self.house_points(seat)
@@ -561,7 +566,7 @@ class State:
         changes = [{"city": c, "points": p} for c, p in sorted(after.items()) if before.get(c) != p]
         body = {
             "seat": seat,
-            "sticks": [{"seat": s, "a": a, "b": b} for s, a, b in new],
+            "sticks": [stick_dict(st) for st in new],
             "houses": changes,
             "house_points": placed,
             "houses_left": max(0, supply - placed),
@@ -692,7 +697,7 @@ class State:
             ],
             "players": players,
             "my_blocks": list(self.hands[seat]) if seat is not None else [],
-            "sticks": [{"seat": s, "a": a, "b": b} for s, a, b in self.sticks],
+            "sticks": [stick_dict(st) for st in self.sticks],
             "pending": [{"anchor": a, "paid": p, "cost": c} for a, p, c in self.pending],
             "cities": [
                 {"city": c, "points": [points[s].get(c, 0) for s in range(self.players)], "total": totals[c]}
@@ -715,6 +720,21 @@ class State:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def stick_dict(stick: list[int]) -> JsonDict:
+    """A stored stick ``[seat, a, b, paid, cost]`` (a < b) as a Stick message."""
+    seat, a, b, paid, cost = stick
+    return {"seat": seat, "a": a, "b": b, "paid": paid, "cost": cost}
+
+
+def _test_stick(tiles: list[JsonDict], seat: int, a: int, b: int, *paid_cost: int) -> list[int]:
+    """A hand-built stick: ``(seat, a, b[, paid, cost])``; paid defaults to the land end (b if both)."""
+    if paid_cost:
+        paid, cost = paid_cost
+    else:
+        paid, cost = (a if tiles[b]["terrain"] == CITY else b), 1
+    return [seat, min(a, b), max(a, b), paid, cost]
 
 
 def top_count(players: int) -> int:

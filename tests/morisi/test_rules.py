@@ -454,13 +454,16 @@ def test_route_city_to_city_gives_a_house_in_each():
     events = state.apply(0, BUILD)
     assert events[0].body["route_built"] == {
         "seat": 0,
-        "sticks": [{"seat": 0, "a": A_, "b": Y1}, {"seat": 0, "a": Y1, "b": B_}],
+        "sticks": [
+            {"seat": 0, "a": A_, "b": Y1, "paid": Y1, "cost": 1},
+            {"seat": 0, "a": Y1, "b": B_, "paid": Y1, "cost": 1},
+        ],
         "houses": [{"city": A_, "points": 1}, {"city": B_, "points": 1}],
         "house_points": 2,
         "houses_left": 29,
     }
     assert state.house_points(0) == {A_: 1, B_: 1}
-    assert state.sticks == [[0, A_, Y1], [0, Y1, B_]]
+    assert state.sticks == [[0, A_, Y1, Y1, 1], [0, Y1, B_, Y1, 1]]
     # building ends the turn: one route per turn
     assert state.phase == "MOVE" and state.active_seats() == [1]
 
@@ -737,7 +740,11 @@ def test_view_shows_own_blocks_by_colour_and_only_totals_of_others():
 def test_view_shows_the_board():
     state = street(sticks=[[1, A_, Y1], [1, Y1, B_]], pawns=[11, 3, -1])
     v = state.view(2)
-    assert v["sticks"] == [{"seat": 1, "a": A_, "b": Y1}, {"seat": 1, "a": Y1, "b": B_}]
+    assert v["sticks"] == [
+        {"seat": 1, "a": A_, "b": Y1, "paid": Y1, "cost": 1},
+        {"seat": 1, "a": Y1, "b": B_, "paid": Y1, "cost": 1},
+    ]
+    assert v["spent_blocks"] == hand(Y=2)
     assert {c["city"]: c["points"] for c in v["cities"]}[A_] == [0, 1, 0]
     assert v["players"][1]["pawn_placed"] and v["players"][1]["pawn_tile"] == 3
     assert not v["players"][2]["pawn_placed"]
