@@ -143,7 +143,9 @@ def test_duo_takes_two_adjacent_cards_left_is_tens_and_the_rest_keeps_its_order(
     assert state.left[-1] == c(OR, 7) and state.right[-1] == c(Y, 3)
     (played,) = bodies(events, "duo_played")
     assert played["number"] == 73 and played["happy_mochi"] is False and played["hand_size"] == 2
-    assert state.view(1)["number_to_beat"] == 73
+    view = state.view(1)
+    assert view["number_to_beat"] == 73 and (view["left_height"], view["right_height"]) == (2, 2)
+    assert view["central_left"]["id"] == c(OR, 7) and view["central_right"]["id"] == c(Y, 3)
 
 
 def test_duo_position_without_a_right_neighbour_is_malformed():
@@ -381,8 +383,9 @@ def test_draw_effect_is_a_pending_decision_of_the_named_player():
     refused(state, 0, draw("DECK"), RuleViolation, "wrong_phase")
     state.apply(0, name(2))
     assert state.active_seats() == [2] and state.phase == "PHASE_EFFECT_DRAW"
-    view = state.view(2)
-    assert view["phase"] == "PHASE_EFFECT_DRAW" and view["drawer"] == 2 and view["turn_seat"] == 0
+    for viewer in (0, 1, 2, None):  # everyone sees whose decision is pending
+        view = state.view(viewer)
+        assert view["phase"] == "PHASE_EFFECT_DRAW" and view["drawer"] == 2 and view["turn_seat"] == 0
     refused(state, 0, draw("DECK"), NotYourTurn)
     refused(state, 1, draw("DECK"), NotYourTurn)
     assert state.legal_moves(0) == [] and state.legal_moves(1) == []
@@ -443,6 +446,17 @@ def test_special_case_draw_the_second_card_of_the_duo_and_still_trigger_it():
     assert state.active_seats() == [1]
 
 
+def test_a_named_player_may_take_back_the_flip_card_and_the_flip_still_happens():
+    state = State.for_test([[c(R, 9), c(OR, 5), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state.apply(0, duo(0))
+    state.apply(0, name(1))
+    events = state.apply(1, draw("RIGHT"))
+    assert bodies(events, "card_drawn")[0]["card"]["id"] == c(OR, 5)
+    events = state.apply(1, place(0))
+    assert state.hands[1] == [c(OR, 5), c(G, 4)]
+    assert bodies(events, "value_flipped") and state.value_side == "VALUE_SIDE_MINUS"
+
+
 def test_special_case_with_two_draw_effects():
     # 99: take back the other 9 with the first Draw; the second Draw still happens.
     state = State.for_test(
@@ -490,6 +504,10 @@ def test_going_out_ends_the_round_others_score_their_hands_and_the_left_neighbou
     assert sorted(state.all_cards()) == list(range(70))  # a fresh deal of all 70 cards
     dealt = [e for e in events if "hand_dealt" in e.body]
     assert [e.to for e in dealt] == [(0,), (1,), (2,)]
+    assert [[card["id"] for card in e.body["hand_dealt"]["cards"]] for e in dealt] == state.hands
+    (started,) = [e for e in events if "round_started" in e.body]
+    assert started.to is None and started.body["round_started"]["start_seat"] == 1
+    assert started.body["round_started"]["hand_sizes"] == [7, 7, 7]
     assert state.view(0)["last_round_points"] == [0, 7, 10]
 
 
