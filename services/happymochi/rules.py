@@ -398,6 +398,7 @@ class State:
         events = [Event({"card_placed": {"seat": seat, "position": position, "hand_size": len(hand)}})]
         if by_effect:
             self.phase = PHASE_EFFECTS
+            self.drawer = self.turn
         else:
             events += self._end_turn()
         return events

@@ -96,6 +96,10 @@ def check_invariants(state: State, before: dict, events: list[Event], tracker: T
     for seat in range(n):
         assert bool(state.legal_moves(seat)) == (seat in active)
     assert state.scores() == tracker.totals
+    if not state.is_over():
+        in_hand = state.phase in ("PHASE_PLACE", "PHASE_EFFECT_DRAW")
+        assert active == [state.drawer if in_hand else state.turn] and state.drawer == active[0]
+        assert (state.held is not None) == (state.phase == "PHASE_PLACE")
     # events: secrets only in private events addressed to their owner
     stacks = set(before["left"]) | set(before["right"]) | set(state.left) | set(state.right)
     for event in events:  # a played Duo is face up (even if the round then ends and all is redealt)
