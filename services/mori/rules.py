@@ -352,7 +352,7 @@ class State:
                         "into the trick",
                     )
                 raise NotTrickWinner(
-                    seat, f"seat {seat} cannot claim a die: no trick has just been won, and not by you"
+                    seat, f"seat {seat} cannot claim a die: only a trick's winner claims, right after it"
                 )
             if seat != self.turn:
                 raise NotTrickWinner(
