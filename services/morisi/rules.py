@@ -10,6 +10,7 @@ number of ``lay_stick`` steps (``undo_stick`` takes the last one back), finished
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Self
 
 from services.engine import (
@@ -101,12 +102,8 @@ class State:
         self._index()
 
     def _index(self) -> None:
-        self.at = {(t["q"], t["r"]): i for i, t in enumerate(self.tiles)}
-        self.adj: list[list[int]] = []
-        for t in self.tiles:
-            cells = [board.add((t["q"], t["r"]), d) for d in DIRECTIONS]
-            self.adj.append([self.at[c] for c in cells if c in self.at])
-        self.cities = [i for i, t in enumerate(self.tiles) if t["terrain"] == CITY]
+        key = tuple((t["q"], t["r"], t["terrain"]) for t in self.tiles)
+        self.at, self.adj, self.cities = _geometry(key)
 
     # ------------------------------------------------------------ construction
 
@@ -325,24 +322,26 @@ class State:
 
     def house_points(self, seat: int, extra: list[list[int]] | None = None) -> dict[int, int]:
         """City -> house-points of ``seat``: a network component with k cities gives k-1 to each."""
-        parent = list(range(len(self.tiles)))
+        parent: dict[int, int] = {}
 
         def find(x: int) -> int:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
+            root = x
+            while parent.setdefault(root, root) != root:
+                root = parent[root]
+            while parent[x] != root:
+                parent[x], x = root, parent[x]
+            return root
 
-        nodes: set[int] = set()
-        edges = [(s[1], s[2]) for s in self.sticks if s[0] == seat] + [(a, b) for a, b, *_ in extra or []]
-        for a, b in edges:
-            nodes |= {a, b}
+        for s in self.sticks:
+            if s[0] == seat:
+                parent[find(s[1])] = find(s[2])
+        for a, b, *_ in extra or []:
             parent[find(a)] = find(b)
-        cities = [c for c in self.cities if c in nodes]
+        roots = {c: find(c) for c in self.cities if c in parent}
         size: dict[int, int] = {}
-        for c in cities:
-            size[find(c)] = size.get(find(c), 0) + 1
-        return {c: size[find(c)] - 1 for c in cities if size[find(c)] > 1}
+        for r in roots.values():
+            size[r] = size.get(r, 0) + 1
+        return {c: size[r] - 1 for c, r in roots.items() if size[r] > 1}
 
     def route_problem(self) -> RuleViolation | None:
         """Why the pending sticks are not a buildable trade route (None: they are)."""
@@ -628,8 +627,9 @@ class State:
     def city_totals(self, points: list[dict[int, int]]) -> dict[int, int]:
         return {c: sum(p.get(c, 0) for p in points) for c in self.cities}
 
-    def standings(self) -> list[dict[str, int]]:
-        points = [self.house_points(s) for s in range(self.players)]
+    def standings(self, points: list[dict[int, int]] | None = None) -> list[dict[str, int]]:
+        if points is None:
+            points = [self.house_points(s) for s in range(self.players)]
         totals = self.city_totals(points)
         scores = board_scores(points, totals, top_count(self.players))
         rows = []
@@ -663,7 +663,7 @@ class State:
     def view(self, seat: int | None) -> JsonDict:
         points = [self.house_points(s) for s in range(self.players)]
         totals = self.city_totals(points)
-        standings = self.standings()
+        standings = self.standings(points)
         supply = house_supply(self.players)
         over = self.phase == "OVER"
         players = []
@@ -720,6 +720,17 @@ class State:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+@functools.lru_cache(maxsize=256)
+def _geometry(
+    tiles: tuple[tuple[int, int, str], ...],
+) -> tuple[dict[tuple[int, int], int], list[list[int]], list[int]]:
+    """Cell -> index, neighbour lists and city indices of a map (cached: maps never change)."""
+    at = {(q, r): i for i, (q, r, _) in enumerate(tiles)}
+    adj = [[at[c] for c in board.neighbours((q, r)) if c in at] for q, r, _ in tiles]
+    cities = [i for i, (_, _, terrain) in enumerate(tiles) if terrain == CITY]
+    return at, adj, cities
 
 
 def stick_dict(stick: list[int]) -> JsonDict:
