@@ -29,6 +29,7 @@ HAND_SIZE = 6
 START_ACORNS = 2
 DISPLAY_SIZE = 4
 REVEAL_COUNT = 4
+DISPLAY_MAX = 8  # a reveal never fills the display beyond this
 HAND_LIMIT = 8
 LANDSCAPE_SIZE = 3
 GOAL_COST = 3
@@ -105,23 +106,41 @@ def right(card: int) -> bool:
     return COPY_RIGHT[card % CARDS_PER_TYPE]
 
 
+_FACES = [
+    (
+        card // CARDS_PER_TYPE,
+        COPY_VALUE[card % CARDS_PER_TYPE],
+        COPY_LEFT[card % CARDS_PER_TYPE],
+        COPY_RIGHT[card % CARDS_PER_TYPE],
+    )
+    for card in range(len(LEAF_NAMES) * CARDS_PER_TYPE)
+]
+
+
 def face(card: int) -> tuple[int, int, bool, bool]:
     """Everything the rules can tell about a card: cards of equal face are interchangeable."""
-    return (ctype(card), cvalue(card), left(card), right(card))
+    return _FACES[card]
 
 
 def sort_key(card: int) -> tuple[int, int, int]:
     return (ctype(card), cvalue(card), card)
 
 
-def card_dict(card: int) -> dict[str, Any]:
-    return {
+_CARD_DICTS = [
+    {
         "id": card,
-        "type": LEAF_NAMES[ctype(card)],
-        "value": cvalue(card),
-        "acorn_left": left(card),
-        "acorn_right": right(card),
+        "type": LEAF_NAMES[card // CARDS_PER_TYPE],
+        "value": COPY_VALUE[card % CARDS_PER_TYPE],
+        "acorn_left": COPY_LEFT[card % CARDS_PER_TYPE],
+        "acorn_right": COPY_RIGHT[card % CARDS_PER_TYPE],
     }
+    for card in range(len(LEAF_NAMES) * CARDS_PER_TYPE)
+]
+
+
+def card_dict(card: int) -> dict[str, Any]:
+    """The Card message of a card id (a fresh dict)."""
+    return dict(_CARD_DICTS[card])
 
 
 def card_words(card: int) -> str:
@@ -132,7 +151,7 @@ def unique_faces(cards: list[int]) -> list[int]:
     """One representative (the smallest id) per face, in sort order."""
     seen: dict[tuple[int, int, bool, bool], int] = {}
     for c in sorted(cards):
-        seen.setdefault(face(c), c)
+        seen.setdefault(_FACES[c], c)
     return sorted(seen.values(), key=sort_key)
 
 

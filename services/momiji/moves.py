@@ -15,6 +15,7 @@ from services.momiji.cards import (
     BAMBOO_BRIDGE,
     CARDS_PER_TYPE,
     DISCARD_GAIN,
+    DISPLAY_MAX,
     GOAL_COST,
     GOAL_NAMES,
     HAND_LIMIT,
@@ -177,7 +178,7 @@ def legal_moves(s: State, seat: int) -> list[JsonDict]:
     moves: list[JsonDict] = []
     if not s.main_done:
         moves += _collect_moves(s)
-        if s.acorns[seat] >= REVEAL_COST and s.deck:
+        if s.acorns[seat] >= REVEAL_COST and s.deck and len(s.display) < DISPLAY_MAX:
             moves.append({"reveal": {}})
         moves += [{"place_card": {"card": c}} for c in unique_faces(hand) if s.can_place(seat, c, s.bamboo)]
         if s.acorns[seat] >= GOAL_COST:
@@ -186,10 +187,14 @@ def legal_moves(s: State, seat: int) -> list[JsonDict]:
             ]
     if not s.discard_used:
         faces = unique_faces(hand)
+        twins = {}  # face representative -> the next copy of the same face in hand
+        for c in sorted(hand):
+            rep = next(r for r in faces if face(r) == face(c))
+            if c != rep:
+                twins.setdefault(rep, c)
         for i, a in enumerate(faces):
-            twin = next((c for c in sorted(hand) if c != a and face(c) == face(a)), None)
-            if twin is not None:
-                moves.append({"discard_for_acorn": {"cards": [a, twin]}})
+            if a in twins:
+                moves.append({"discard_for_acorn": {"cards": [a, twins[a]]}})
             moves += [{"discard_for_acorn": {"cards": [a, b]}} for b in faces[i + 1 :]]
     if not s.power_used and s.acorns[seat] >= POWER_COST:
         for p in s.landscapes[seat]:
@@ -319,8 +324,10 @@ def _do_reveal(s: State, seat: int) -> list[Event]:
     _acorns(s, seat, REVEAL_COST, "revealing 4 more cards")
     if not s.deck:
         raise RuleViolation("deck_empty", "the deck is empty: there is nothing to reveal")
+    if len(s.display) >= DISPLAY_MAX:
+        raise RuleViolation("display_full", f"the display already holds {DISPLAY_MAX} cards")
     events = [s.gain(seat, -REVEAL_COST, "ACORN_REASON_REVEAL")]
-    added = s.draw(REVEAL_COUNT)
+    added = s.draw(min(REVEAL_COUNT, DISPLAY_MAX - len(s.display)))
     s.display = sorted(s.display + added, key=sort_key)
     s.phase = COLLECT
     body = {"seat": seat, "cards": [card_dict(c) for c in added], "revealed": True}

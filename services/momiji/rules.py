@@ -26,6 +26,7 @@ from services.engine import (
 )
 from services.momiji.cards import (
     CARDS_PER_TYPE,
+    DISPLAY_MAX,
     DISPLAY_SIZE,
     GOAL_COST,
     GOAL_NAMES,
@@ -188,16 +189,13 @@ class State:
         return s
 
     def to_dict(self) -> JsonDict:
-        return {
-            k: [list(map(list, x)) for x in v] if k == "stacks" else _copy(getattr(self, k))
-            for k, v in ((k, getattr(self, k)) for k in self.FIELDS)
-        }
+        return _snapshot({k: getattr(self, k) for k in self.FIELDS})
 
     @classmethod
     def from_dict(cls, data: JsonDict) -> State:
         s = cls(data["players"], data["seed"], data["options"])
-        for key in cls.FIELDS:
-            setattr(s, key, _copy(data[key]))
+        for key, value in _snapshot(data).items():
+            setattr(s, key, value)
         return s
 
     def __eq__(self, other: object) -> bool:
@@ -261,7 +259,9 @@ class State:
 
     def main_possible(self, seat: int) -> bool:
         """Whether any main action is open to ``seat`` (otherwise end_turn may skip it)."""
-        if self.display or (self.acorns[seat] >= REVEAL_COST and self.deck):
+        if self.display:
+            return True
+        if self.acorns[seat] >= REVEAL_COST and self.deck and len(self.display) < DISPLAY_MAX:
             return True
         if any(self.can_place(seat, c, self.bamboo) for c in self.hands[seat]):
             return True
@@ -334,7 +334,7 @@ class State:
             "players": [self._area(s) for s in range(self.players)],
             "display": [card_dict(c) for c in self.display],
             "goals": [
-                {"goal": g, "activated": h is not None, "holder": h or 0}
+                {"goal": g, "activated": h is not None, "holder": 0 if h is None else h}
                 for g, h in zip(self.goals, self.holders, strict=True)
             ],
             "deck_size": len(self.deck),
@@ -445,9 +445,17 @@ def check_options(options: JsonDict | None) -> JsonDict:
     return out
 
 
-def _copy(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    return value
+_FLAT = ("deck", "display", "discard", "acorns", "goals", "holders", "play_types", "rain_pending", "peek")
+_NESTED = ("hands", "landscapes", "used")
+
+
+def _snapshot(fields: JsonDict) -> JsonDict:
+    """A copy of the state fields that shares no list with ``fields``."""
+    d = {k: fields[k] for k in State.FIELDS}
+    d["options"] = dict(d["options"])
+    for k in _FLAT:
+        d[k] = list(d[k])
+    for k in _NESTED:
+        d[k] = [list(x) for x in d[k]]
+    d["stacks"] = [[list(st) for st in area] for area in d["stacks"]]
+    return d
