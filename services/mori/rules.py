@@ -242,38 +242,19 @@ class State:
         state._start_round(1)
         return state
 
-    _KEYS = (
-        "players",
-        "seed",
-        "first_player",
-        "round",
-        "start_player",
-        "phase",
-        "turn",
-        "hands",
-        "aids",
-        "piles",
-        "pile_dice",
-        "mat",
-        "faces",
-        "unused",
-        "trick_leader",
-        "trick_plays",
-        "tricks_done",
-        "last_trick",
-        "tricks_won",
-        "round_scores",
-        "totals",
-    )
+    # How each snapshot field is copied: scalars, lists of ints, lists of lists.
+    _SCALARS = ("players", "seed", "first_player", "round", "start_player", "phase", "turn")
+    _SCALARS2 = ("trick_leader", "tricks_done")
+    _LISTS = ("mat", "faces", "unused", "tricks_won", "totals")
+    _NESTED = ("hands", "aids", "piles", "pile_dice", "trick_plays", "round_scores")
 
     def to_dict(self) -> JsonDict:
-        return {key: _copy(getattr(self, key)) for key in self._KEYS}
+        return _snapshot(self.__dict__)
 
     @classmethod
     def from_dict(cls, data: JsonDict) -> State:
         state = cls(data["players"], data["seed"], data["first_player"])
-        for key in cls._KEYS:
-            setattr(state, key, _copy(data[key]))
+        state.__dict__.update(_snapshot(data))
         return state
 
     def __eq__(self, other: object) -> bool:
@@ -664,15 +645,16 @@ def _empty_trick(number: int, leader: int) -> JsonDict:
     }
 
 
-def _copy(value: Any) -> Any:
-    """A deep copy of the state's JSON data (lists of ints, lists of lists, small dicts)."""
-    if isinstance(value, list):
-        if value and isinstance(value[0], (list, dict)):
-            return [_copy(v) for v in value]
-        return list(value)
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    return value
+def _snapshot(fields: JsonDict) -> JsonDict:
+    """A deep copy of the state's fields (to_dict / from_dict), field by field for speed."""
+    out: JsonDict = {key: fields[key] for key in (*State._SCALARS, *State._SCALARS2)}
+    for key in State._LISTS:
+        out[key] = list(fields[key])
+    for key in State._NESTED:
+        out[key] = [list(item) for item in fields[key]]
+    last = fields["last_trick"]
+    out["last_trick"] = None if last is None else {**last, "plays": [list(p) for p in last["plays"]]}
+    return out
 
 
 def _one_die_per_face(dice: list[int], faces: list[int]) -> list[int]:

@@ -102,8 +102,7 @@ def recount_round(d: dict, claimer: int, claimed: int) -> list[int]:
     return [b + x for b, x in zip(base, x_bonus_recount(xs), strict=True)]
 
 
-def check_invariants(state: State) -> None:
-    d = state.to_dict()
+def check_invariants(d: dict) -> None:
     n = d["players"]
     # every card accounted for: in play exactly once, the rest of the 44 + 11 in the box
     trick_cards = [item for _s, kind, item in d["trick_plays"] if kind == "card"]
@@ -237,7 +236,7 @@ def playout(players: int, seed: int, *, deep: bool) -> tuple[State, list[tuple[i
     state = State.new(players, seed, options)
     history: list[tuple[int, dict]] = []
     all_events: list = []
-    check_invariants(state)
+    check_invariants(state.to_dict())
     while not state.is_over():
         (seat,) = state.active_seats()
         before = state.to_dict()
@@ -250,10 +249,11 @@ def playout(players: int, seed: int, *, deep: bool) -> tuple[State, list[tuple[i
         events = state.apply(seat, move)
         history.append((seat, move))
         all_events.append([(e.body, e.to) for e in events])
-        check_invariants(state)
+        after = state.to_dict()
+        check_invariants(after)
         check_events(before, events, seat, move)
-        snapshot = json.loads(json.dumps(state.to_dict()))
-        assert State.from_dict(snapshot) == state and State.from_dict(snapshot).to_dict() == snapshot
+        restored = State.from_dict(json.loads(json.dumps(after)))
+        assert restored == state and restored.to_dict() == after
         if ending:
             expected = recount_round(before, seat, move["claim_die"]["die"])
             (ended,) = [e.body["round_ended"] for e in events if "round_ended" in e.body]
