@@ -296,7 +296,6 @@ def test_different_seeds_give_different_deals():
 
 
 def test_malformed_moves_change_nothing_mid_game():
-    state, _history, _events = playout(4, 3, deep=False)
     state = State.new(4, 3, {})
     rnd = random.Random(1)
     for _ in range(37):

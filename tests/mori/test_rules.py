@@ -56,7 +56,7 @@ def build(
         trick_leader=leader,
         turn=(leader + len(plays)) % players if turn is None else turn,
         phase=phase,
-        piles=piles or [[] for _ in range(players)],
+        piles=[sorted(p) for p in piles] if piles else [[] for _ in range(players)],
         pile_dice=pile_dice or [[] for _ in range(players)],
         round=round_number,
         start_player=(first_player + round_number - 1) % players,
@@ -149,7 +149,7 @@ def test_deck_and_deal_per_player_count(players, ranks, deck_x, unused):
     # every hand holds 9 cards of the dealt deck (5 players: the deck's X card may be one of them)
     from_deck = sum(1 for h in state.hands for x in h if x < 44) + deck_x
     assert from_deck == 9 * players
-    assert state.round == 1 and rules.State.new(players, 42, {}).players == players
+    assert (state.round, state.players, state.view(None)["rounds"]) == (1, players, players)
 
 
 def test_three_player_unused_card_is_never_shown():
@@ -681,3 +681,38 @@ def test_view_in_claim_phase_shows_the_trick_just_won():
     assert view["trick"]["plays"] == [] and view["tricks_played"] == 1
     claim(state, 1, 0)
     assert state.view(0)["last_trick"]["plays"] == []
+
+
+def test_view_shows_every_seats_aid_public_pile_contents_and_scores():
+    faces = [SP, SU, AU, WI, X, X, SP, SU, AU, WI]
+    state = build(
+        3,
+        hands=[[c(SP, 5), c(AU, 1)], [c(SP, 2)], [c(SP, 1)]],
+        aids=[[3], [4], []],
+        faces=faces,
+        piles=[[XC[0], c(SU, 9)], [], []],
+        pile_dice=[[5, 6], [], []],
+        round_number=2,
+        totals=[4, -1, 2],
+        round_scores=[[4], [-1], [2]],
+    )
+    state.tricks_won = [1, 0, 0]
+    expected = {
+        "seat": 0,
+        "hand_size": 2,
+        "aid": [{"id": 3, "face": "SUIT_WINTER"}],
+        "pile_size": 2,
+        "pile_x_cards": 1,
+        "pile_dice": [{"id": 5, "face": "SUIT_X"}, {"id": 6, "face": "SUIT_SPRING"}],
+        "pile": [],
+        "tricks_won": 1,
+        "round_scores": [4],
+        "total": 4,
+    }
+    for viewer in (None, 1, 2):
+        assert state.view(viewer)["players"][0] == expected
+    own = state.view(0)["players"][0]
+    assert [x["id"] for x in own["pile"]] == [c(SU, 9), XC[0]]
+    assert own == {**expected, "pile": own["pile"]}
+    assert state.view(2)["players"][1]["aid"] == [{"id": 4, "face": "SUIT_X"}]
+    assert [p["total"] for p in state.view(None)["players"]] == [4, -1, 2]
