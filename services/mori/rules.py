@@ -243,8 +243,17 @@ class State:
         return state
 
     # How each snapshot field is copied: scalars, lists of ints, lists of lists.
-    _SCALARS = ("players", "seed", "first_player", "round", "start_player", "phase", "turn")
-    _SCALARS2 = ("trick_leader", "tricks_done")
+    _SCALARS = (
+        "players",
+        "seed",
+        "first_player",
+        "round",
+        "start_player",
+        "phase",
+        "turn",
+        "trick_leader",
+        "tricks_done",
+    )
     _LISTS = ("mat", "faces", "unused", "tricks_won", "totals")
     _NESTED = ("hands", "aids", "piles", "pile_dice", "trick_plays", "round_scores")
 
@@ -647,7 +656,7 @@ def _empty_trick(number: int, leader: int) -> JsonDict:
 
 def _snapshot(fields: JsonDict) -> JsonDict:
     """A deep copy of the state's fields (to_dict / from_dict), field by field for speed."""
-    out: JsonDict = {key: fields[key] for key in (*State._SCALARS, *State._SCALARS2)}
+    out: JsonDict = {key: fields[key] for key in State._SCALARS}
     for key in State._LISTS:
         out[key] = list(fields[key])
     for key in State._NESTED:
