@@ -26,7 +26,6 @@ from services.engine import (
 )
 from services.momiji.cards import (
     CARDS_PER_TYPE,
-    DISPLAY_MAX,
     DISPLAY_SIZE,
     GOAL_COST,
     GOAL_NAMES,
@@ -261,7 +260,7 @@ class State:
         """Whether any main action is open to ``seat`` (otherwise end_turn may skip it)."""
         if self.display:
             return True
-        if self.acorns[seat] >= REVEAL_COST and self.deck and len(self.display) < DISPLAY_MAX:
+        if self.acorns[seat] >= REVEAL_COST and self.deck:  # reveal (the display is empty here)
             return True
         if any(self.can_place(seat, c, self.bamboo) for c in self.hands[seat]):
             return True
