@@ -6,8 +6,9 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from clients.game_client import GameClient
 from mogames.common.v1 import common_pb2
+
+from clients.game_client import GameClient
 
 # A safety net against a game that never ends; far above any real match's length.
 MAX_MOVES = 50_000
@@ -42,7 +43,9 @@ async def play_match(
     played = PlayedMatch(match.match_id, 0, [], [])
     while status == common_pb2.IN_PROGRESS:
         if played.moves >= MAX_MOVES:
-            raise MatchDidNotEnd(f"{client.game} match {match.match_id} still running after {MAX_MOVES} moves")
+            raise MatchDidNotEnd(
+                f"{client.game} match {match.match_id} still running after {MAX_MOVES} moves"
+            )
         seat = rng.choice(active)
         legal = await client.legal_moves(match.match_id, tokens[seat])
         if not legal.moves:

@@ -10,8 +10,8 @@ from typing import Any
 
 import grpc
 from google.protobuf import json_format
-
 from mogames.common.v1 import common_pb2
+
 from services.catalog import rules_module
 
 

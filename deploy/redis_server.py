@@ -44,11 +44,16 @@ def running_redis(port: int | None = None, stdout: int | None = subprocess.DEVNU
         process = subprocess.Popen(
             [
                 redis_executable(),
-                "--port", str(port),
-                "--bind", "127.0.0.1",
-                "--save", "",
-                "--appendonly", "no",
-                "--dir", workdir,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                workdir,
             ],
             stdout=stdout,
             stderr=subprocess.STDOUT,
@@ -59,5 +64,3 @@ def running_redis(port: int | None = None, stdout: int | None = subprocess.DEVNU
         finally:
             process.terminate()
             process.wait(timeout=10)
-
-

@@ -19,7 +19,9 @@ _CHANNEL_OPTIONS = [
 class ReplicaPool:
     def __init__(self, addresses: tuple[str, ...]) -> None:
         self.addresses = addresses
-        self.channels = [grpc.aio.insecure_channel(f"dns:///{a}", options=_CHANNEL_OPTIONS) for a in addresses]
+        self.channels = [
+            grpc.aio.insecure_channel(f"dns:///{a}", options=_CHANNEL_OPTIONS) for a in addresses
+        ]
         self._turn: Iterator[int] = itertools.cycle(range(len(self.channels)))
 
     def pick(self) -> grpc.aio.Channel:

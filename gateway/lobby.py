@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import grpc
-
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
+
 from services.engine import GameInfo
 
 
@@ -17,8 +17,10 @@ def game_info(game: GameInfo) -> lobby_pb2.GameInfo:
         max_players=game.max_players,
         options=[
             lobby_pb2.GameOption(
-                name=o.name, type=o.type, description=o.description, default_value=str(o.default).lower()
-                if isinstance(o.default, bool) else str(o.default)
+                name=o.name,
+                type=o.type,
+                description=o.description,
+                default_value=str(o.default).lower() if isinstance(o.default, bool) else str(o.default),
             )
             for o in game.options
         ],

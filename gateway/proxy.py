@@ -27,7 +27,9 @@ def _forwarded(context: grpc.aio.ServicerContext) -> tuple[tuple[str, Any], ...]
 
 
 async def _abort_like(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
-    trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ()) if not k.startswith(_DROP_HEADERS[1]))
+    trailing = tuple(
+        (k, v) for k, v in (error.trailing_metadata() or ()) if not k.startswith(_DROP_HEADERS[1])
+    )
     await context.abort(error.code(), error.details() or "", trailing)
 
 

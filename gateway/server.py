@@ -5,18 +5,20 @@ from __future__ import annotations
 import sys
 
 import grpc
+from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
 from gateway.backends import ReplicaPool
 from gateway.lobby import LobbyServicer
 from gateway.proxy import GameProxy
-from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from services.catalog import rules_module
 from services.runtime import logs, serving
 from services.runtime.codec import Codec
 from services.runtime.settings import GatewaySettings, SettingsError
 
 
-async def build(settings: GatewaySettings) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, list[ReplicaPool], int]:
+async def build(
+    settings: GatewaySettings,
+) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, list[ReplicaPool], int]:
     routes: dict[str, tuple[ReplicaPool, bool]] = {}
     pools = []
     games = []
@@ -33,7 +35,9 @@ async def build(settings: GatewaySettings) -> tuple[grpc.aio.Server, serving.hea
     server.add_generic_rpc_handlers([GameProxy(routes)])
     lobby_pb2_grpc.add_LobbyServicer_to_server(LobbyServicer(games), server)
     lobby_service = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
-    checker = await serving.add_health_and_reflection(server, [lobby_service, *(g.full_service for g in games)])
+    checker = await serving.add_health_and_reflection(
+        server, [lobby_service, *(g.full_service for g in games)]
+    )
     port = server.add_insecure_port(settings.listen)
     return server, checker, pools, port
 

@@ -112,5 +112,3 @@ async def cluster(redis_url: str) -> AsyncIterator[Cluster]:
         await server.stop(None)
     for client in clients:
         await client.aclose()
-
-

@@ -59,13 +59,18 @@ def test_random_matches_are_deterministic_and_contract_shaped(game):
     def check(state, seat, move, events):
         assert to_dict(json_format.ParseDict(move, pb2.Move())) == move
         for event in events:
-            assert to_dict(json_format.ParseDict(event.body, pb2.MatchEvent())) == {"version": "0", **event.body}
+            assert to_dict(json_format.ParseDict(event.body, pb2.MatchEvent())) == {
+                "version": "0",
+                **event.body,
+            }
         snapshot = state.to_dict()
         assert rules.State.from_dict(json.loads(json.dumps(snapshot))).to_dict() == snapshot
         for viewer in [None, *range(len(state.scores()))]:
             view = state.view(viewer)
             message = json_format.ParseDict(view, pb2.View())
-            assert {k: v for k, v in to_dict(message).items() if k not in ("version", "seat", "active_seats")} == view
+            assert {
+                k: v for k, v in to_dict(message).items() if k not in ("version", "seat", "active_seats")
+            } == view
 
     for players in range(info.min_players, info.max_players + 1):
         for seed in (1, 2):
@@ -73,7 +78,10 @@ def test_random_matches_are_deterministic_and_contract_shaped(game):
             again, trail_again = playout(game, players, seed)
             assert again.to_dict() == final.to_dict()
             assert [(s, m) for s, m, _ in trail] == [(s, m) for s, m, _ in trail_again]
-            assert final.is_over() and final.legal_moves(final.active_seats()[0] if final.active_seats() else 0) == []
+            assert (
+                final.is_over()
+                and final.legal_moves(final.active_seats()[0] if final.active_seats() else 0) == []
+            )
             assert len(final.scores()) == players
             assert final.winners() and set(final.winners()) <= set(range(players))
 

@@ -42,7 +42,9 @@ async def test_racing_submits_of_one_move_commit_exactly_once(cluster, redis_cli
     started = await start_match(replicas[0], 3, seed=23)
     seat, move, version = await active_seat_move(replicas[0], started)
     token = started.tokens[seat]
-    calls = [replicas[n % 2].submit(started.match_id, token, move, expected_version=version) for n in range(16)]
+    calls = [
+        replicas[n % 2].submit(started.match_id, token, move, expected_version=version) for n in range(16)
+    ]
     outcomes = await asyncio.gather(*calls, return_exceptions=True)
     accepted = [o for o in outcomes if not isinstance(o, Exception)]
     refused = [o for o in outcomes if isinstance(o, grpc.aio.AioRpcError)]
@@ -104,7 +106,9 @@ async def test_stale_expected_version_is_aborted_and_changes_nothing(cluster):
     seat, move, version = await active_seat_move(client, started)
     await client.submit(started.match_id, started.tokens[seat], move, expected_version=version)
     seat, move, _ = await active_seat_move(client, started)
-    stale = await refusal(client.submit(started.match_id, started.tokens[seat], move, expected_version=version))
+    stale = await refusal(
+        client.submit(started.match_id, started.tokens[seat], move, expected_version=version)
+    )
     assert stale.code == grpc.StatusCode.ABORTED
     assert (await client.match(started.match_id)).version == version + 1
 

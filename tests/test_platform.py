@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import grpc
-
 from mogames.common.v1 import common_pb2
 from mogames.happymochi.v1 import happymochi_pb2
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
+
 from services.runtime import keys
 from tests.helpers import active_seat_move, events_before, refusal, start_match
 

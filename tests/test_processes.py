@@ -23,7 +23,9 @@ from tests.conftest import TOKEN_SECRET
 def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[str]:
     # Logs go to a file, not a pipe: a full pipe nobody reads would block the process.
     with log.open("w") as out:
-        return subprocess.Popen([sys.executable, *args], env={**os.environ, **env}, stdout=out, stderr=out, text=True)
+        return subprocess.Popen(
+            [sys.executable, *args], env={**os.environ, **env}, stdout=out, stderr=out, text=True
+        )
 
 
 def test_service_refuses_to_start_without_a_token_secret(redis_url):
@@ -77,7 +79,11 @@ async def test_processes_serve_health_reflection_logs_and_stop_gracefully(redis_
             request = reflection_pb2.ServerReflectionRequest(list_services="")
             responses = [r async for r in reflection.ServerReflectionInfo(iter([request]))]
             names = {s.name for s in responses[0].list_services_response.service}
-            assert {"mogames.happymochi.v1.HappyMochi", "mogames.lobby.v1.Lobby", "grpc.health.v1.Health"} <= names
+            assert {
+                "mogames.happymochi.v1.HappyMochi",
+                "mogames.lobby.v1.Lobby",
+                "grpc.health.v1.Health",
+            } <= names
             played = await play_match(GameClient(channel, "happy_mochi"), 2, seed=2)
     finally:
         for process in (gateway, service):

@@ -9,7 +9,17 @@ import pytest
 
 from services.catalog import GAME_PACKAGES
 
-FORBIDDEN = {"grpc", "grpc_status", "grpc_health", "redis", "asyncio", "logging", "structlog", "google", "mogames"}
+FORBIDDEN = {
+    "grpc",
+    "grpc_status",
+    "grpc_health",
+    "redis",
+    "asyncio",
+    "logging",
+    "structlog",
+    "google",
+    "mogames",
+}
 ROOT = Path(__file__).resolve().parent.parent / "services"
 
 

@@ -14,7 +14,9 @@ async def play_moves(client, started, count: int) -> int:
     version = 0
     for _ in range(count):
         seat, move, version = await active_seat_move(client, started)
-        version = (await client.submit(started.match_id, started.tokens[seat], move, expected_version=version)).version
+        version = (
+            await client.submit(started.match_id, started.tokens[seat], move, expected_version=version)
+        ).version
     return version
 
 

@@ -27,7 +27,9 @@ class Codec:
     def __init__(self, game: GameInfo) -> None:
         self.game = game
         self.pb2: ModuleType = importlib.import_module(f"mogames.{game.package}.v1.{game.package}_pb2")
-        self.pb2_grpc: ModuleType = importlib.import_module(f"mogames.{game.package}.v1.{game.package}_pb2_grpc")
+        self.pb2_grpc: ModuleType = importlib.import_module(
+            f"mogames.{game.package}.v1.{game.package}_pb2_grpc"
+        )
 
     def options(self, request: Message) -> dict[str, Any]:
         return to_dict(request.options)  # type: ignore[attr-defined]

@@ -88,7 +88,5 @@ def to_status(error: ServiceError) -> grpc.Status:
         any_detail = any_pb2.Any()
         any_detail.Pack(detail)
         packed.append(any_detail)
-    status = status_pb2.Status(
-        code=getattr(code_pb2, error.code.name), message=error.message, details=packed
-    )
+    status = status_pb2.Status(code=getattr(code_pb2, error.code.name), message=error.message, details=packed)
     return rpc_status.to_status(status)

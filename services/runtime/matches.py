@@ -63,7 +63,11 @@ class MoveResult:
 
 class MatchService:
     def __init__(
-        self, rules: ModuleType, store: MatchStore, settings: ServiceSettings, clock: Callable[[], float] = time.time
+        self,
+        rules: ModuleType,
+        store: MatchStore,
+        settings: ServiceSettings,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.rules = rules
         self.game: GameInfo = rules.GAME
@@ -167,10 +171,16 @@ class MatchService:
                 raise FailedPrecondition(f"match_full: match is {status}, no free seat", reason="match_full")
             seat = record.seats.index(None)
             record.seats[seat] = name
-            events = [StoredEvent(0, record.event_seq + 1, None, {"player_joined": {"seat": seat, "player_name": name}})]
+            events = [
+                StoredEvent(
+                    0, record.event_seq + 1, None, {"player_joined": {"seat": seat, "player_name": name}}
+                )
+            ]
             if None not in record.seats:
                 record.status = IN_PROGRESS
-                events.append(StoredEvent(0, record.event_seq + 2, None, {"match_started": {"players": record.players}}))
+                events.append(
+                    StoredEvent(0, record.event_seq + 2, None, {"match_started": {"players": record.players}})
+                )
             record.event_seq += len(events)
             record.updated_at = self.clock()
             result = await self.store.commit(record, events, self._ttl(record))
@@ -209,7 +219,9 @@ class MatchService:
                 return await self._replay(record, seat, answer)
             status = self._status(record)
             if status == WAITING:
-                raise FailedPrecondition("match_not_started: waiting for players to join", reason="match_not_started")
+                raise FailedPrecondition(
+                    "match_not_started: waiting for players to join", reason="match_not_started"
+                )
             if status != IN_PROGRESS:
                 raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
             state = self.rules.State.from_dict(record.state)
@@ -272,7 +284,12 @@ class MatchService:
     async def _publish(self, record: MatchRecord, seat: int, move: dict[str, Any]) -> None:
         # After the commit, outside the match's hash slot: this feed is for downstream
         # consumers; the match stream (written atomically above) is the source of truth.
-        fields = {"match_id": record.match_id, "version": record.version, "seat": seat, "move": json.dumps(move)}
+        fields = {
+            "match_id": record.match_id,
+            "version": record.version,
+            "seat": seat,
+            "move": json.dumps(move),
+        }
         await self.store.publish_game_move(self.game.name, fields, self.settings.game_stream_maxlen)
         log.info("move_committed", version=record.version, status=record.status)
 

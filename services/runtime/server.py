@@ -21,7 +21,9 @@ def redis_client(url: str) -> aioredis.Redis:
     return aioredis.Redis.from_url(url, max_connections=2048, health_check_interval=30)
 
 
-async def build(settings: ServiceSettings) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, aioredis.Redis, int]:
+async def build(
+    settings: ServiceSettings,
+) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, aioredis.Redis, int]:
     """A ready-to-start server for ``settings.game``, and the port it bound."""
     rules = rules_module(settings.game)
     client = redis_client(settings.redis_url)

@@ -12,8 +12,8 @@ from typing import Any
 import grpc
 import structlog
 from google.protobuf.message import Message
-
 from mogames.common.v1 import common_pb2
+
 from services.runtime.auth import bearer_token
 from services.runtime.codec import Codec
 from services.runtime.matches import MatchFacts, MatchService
@@ -24,7 +24,7 @@ def match_message(facts: MatchFacts) -> common_pb2.Match:
         match_id=facts.match_id,
         game=facts.game,
         players=facts.players,
-        status=common_pb2.MatchStatus.Value(facts.status),
+        status=facts.status,  # type: ignore[arg-type]
         version=facts.version,
         seats=[
             common_pb2.Seat(seat=i, player_name=name or "", taken=name is not None)
@@ -64,7 +64,9 @@ class GameServicer:
         seat, token, facts = await self.service.join_match(request.match_id, request.player_name)
         return common_pb2.JoinMatchResponse(seat=seat, token=token, match=match_message(facts))
 
-    async def GetMatch(self, request: common_pb2.GetMatchRequest, context: grpc.aio.ServicerContext) -> Message:
+    async def GetMatch(
+        self, request: common_pb2.GetMatchRequest, context: grpc.aio.ServicerContext
+    ) -> Message:
         _bind(match_id=request.match_id)
         return match_message(await self.service.get_match(request.match_id))
 
@@ -92,7 +94,7 @@ class GameServicer:
             version=result.version,
             events=[self.codec.event(e) for e in result.events],
             active_seats=result.active_seats,
-            status=common_pb2.MatchStatus.Value(result.status),
+            status=result.status,  # type: ignore[arg-type]
         )
 
     async def WatchMatch(

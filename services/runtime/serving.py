@@ -23,14 +23,17 @@ def new_server(options: Iterable[tuple[str, int]] = ()) -> grpc.aio.Server:
     )
 
 
-async def add_health_and_reflection(server: grpc.aio.Server, services: list[str]) -> health.aio.HealthServicer:
+async def add_health_and_reflection(
+    server: grpc.aio.Server, services: list[str]
+) -> health.aio.HealthServicer:
     """Standard health (overall and per service, all SERVING) and server reflection."""
     checker = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
     for name in ["", *services]:
         await checker.set(name, health_pb2.HealthCheckResponse.SERVING)
     reflection.enable_server_reflection(
-        [*services, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME], server
+        [*services, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME],
+        server,
     )
     return checker
 

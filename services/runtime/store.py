@@ -114,7 +114,7 @@ class MatchStore:
 
     async def load(self, match_id: str) -> MatchRecord | None:
         rev, doc = await self.redis.hmget(keys.match(match_id), ["rev", "doc"])
-        if doc is None:
+        if doc is None or rev is None:
             return None
         return MatchRecord.from_json(doc, int(rev))
 
@@ -153,19 +153,19 @@ class MatchStore:
         return value.decode() if isinstance(value, bytes) else value
 
     async def events_of_version(self, match_id: str, version: int) -> list[StoredEvent]:
-        entries = await self.redis.xrange(keys.events(match_id), f"{version}-0", f"{version}-18446744073709551615")
+        entries: Any = await self.redis.xrange(
+            keys.events(match_id), f"{version}-0", f"{version}-18446744073709551615"
+        )
         return [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
 
     async def events_after(self, match_id: str, after_id: str, block_ms: int | None) -> list[StoredEvent]:
         """Events with an id greater than ``after_id``; waits up to ``block_ms`` when none."""
-        reply = await self.redis.xread({keys.events(match_id): after_id}, count=500, block=block_ms)
+        reply: Any = await self.redis.xread({keys.events(match_id): after_id}, count=500, block=block_ms)
         if not reply:
             return []
-        if isinstance(reply, dict):  # RESP3 shape
-            entries = next(iter(reply.values()))[0]
-        else:
-            entries = reply[0][1]
+        # RESP3 replies are a dict keyed by stream; RESP2 a list of [stream, entries].
+        entries = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0][1]
         return [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
 
-    async def publish_game_move(self, game: str, fields: dict[str, str | int], maxlen: int) -> None:
+    async def publish_game_move(self, game: str, fields: dict[Any, Any], maxlen: int) -> None:
         await self.redis.xadd(keys.game_moves(game), fields, maxlen=maxlen, approximate=True)
