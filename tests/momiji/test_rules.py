@@ -339,7 +339,8 @@ def test_discard_two_for_an_acorn_once_per_turn_before_or_after_main():
     ev = s.apply(0, {"discard_for_acorn": {"cards": [k(MAPLE, O_N), k(CHERRY, TH)]}})
     assert kinds(ev) == ["cards_discarded", "acorns_changed"]
     assert s.acorns[0] == 3 and s.discard == [k(MAPLE, O_N), k(CHERRY, TH)] and len(s.hands[0]) == 2
-    refused(s, 0, {"discard_for_acorn": {"cards": [k(MAPLE, Z_R), k(GINKGO, O_N)]}}, RuleViolation)
+    move = {"discard_for_acorn": {"cards": [k(MAPLE, Z_R), k(GINKGO, O_N)]}}
+    refused(s, 0, move, RuleViolation, "discard_once_per_turn")
     s.apply(0, {"collect": {"type": "LEAF_TYPE_OAK"}})
     s.apply(0, {"end_turn": {}})
     # after the main action, on a later turn
@@ -809,3 +810,16 @@ def test_malformed_moves():
     refused(s, 0, {"finish_play": {}}, RuleViolation, "wrong_phase")
     refused(s, 0, {"temple_bell_choose": {"keep": 0, "back_on_top": []}}, RuleViolation, "wrong_phase")
     refused(s, 0, {"discard_card": {"card": 0}}, RuleViolation, "wrong_phase")
+
+
+def test_legal_moves_list_one_card_per_face_and_accept_any_copy():
+    # Maple copies 7 and 8 are both a 1 without acorns: one legal move, either copy accepted.
+    st = stacks(2, s0={MAPLE: [k(MAPLE, Z_R)]})
+    s = mk(2, stacks=st, hands=[[k(MAPLE, O_N), k(MAPLE, O_N2)], []])
+    places = [m for m in s.legal_moves(0) if "place_card" in m]
+    assert places == [{"place_card": {"card": k(MAPLE, O_N)}}]
+    assert [m for m in s.legal_moves(0) if "discard_for_acorn" in m] == [
+        {"discard_for_acorn": {"cards": [k(MAPLE, O_N), k(MAPLE, O_N2)]}}
+    ]
+    s.apply(0, {"place_card": {"card": k(MAPLE, O_N2)}})
+    assert s.stacks[0][MAPLE] == [k(MAPLE, Z_R), k(MAPLE, O_N2)]
