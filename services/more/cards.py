@@ -26,18 +26,22 @@ DIRTY_BONUS = 100
 Meld = dict[str, Any]
 
 
+_RANK = tuple(0 if c >= 104 else c % 13 + 1 for c in range(DECK_SIZE))
+_SUIT = tuple(-1 if c >= 104 else (c % 52) // 13 for c in range(DECK_SIZE))
+
+
 def is_joker(card: int) -> bool:
     return card >= 104
 
 
 def rank(card: int) -> int:
     """1 (ace) .. 13 (king); 0 for a joker."""
-    return 0 if is_joker(card) else card % 13 + 1
+    return _RANK[card]
 
 
 def suit(card: int) -> int:
     """0..3; -1 for a joker."""
-    return -1 if is_joker(card) else (card % 52) // 13
+    return _SUIT[card]
 
 
 def identity(card: int) -> tuple[int, int]:
@@ -47,7 +51,7 @@ def identity(card: int) -> tuple[int, int]:
 
 def is_pankal(card: int) -> bool:
     """The wild cards: the eight 2s and both jokers."""
-    return is_joker(card) or rank(card) == 2
+    return _RANK[card] in (0, 2)
 
 
 def points(card: int) -> int:
@@ -89,9 +93,9 @@ def natural_at(card: int, run_suit: int, pos: int) -> bool:
 
     A 2 is natural only at position 2 of its own suit's run (the natural-2 rule).
     """
-    if is_joker(card) or suit(card) != run_suit:
+    if _SUIT[card] != run_suit:
         return False
-    r = rank(card)
+    r = _RANK[card]
     return r == pos or (r == 1 and pos == 14)
 
 
@@ -138,6 +142,16 @@ def _run_fits(cards: list[int], run_suit: int, low: int) -> int | None:
     return wild
 
 
+def _run_layouts(cards: list[int]) -> list[tuple[int, int]]:
+    """The (suit, low) a run of ``cards`` could have: fixed by its first card that is no pankal."""
+    for i, card in enumerate(cards):
+        if not is_pankal(card):
+            r = rank(card)
+            lows = [r - i, 14 - i] if r == 1 else [r - i]
+            return [(suit(card), low) for low in lows if 1 <= low <= 15 - len(cards)]
+    return [(s, low) for s in range(4) for low in range(1, 16 - len(cards))]
+
+
 def parse_meld(cards: list[int]) -> tuple[Meld | None, str]:
     """Read ``cards`` (in run order) as a new meld.
 
@@ -148,14 +162,13 @@ def parse_meld(cards: list[int]) -> tuple[Meld | None, str]:
     if len(cards) < 3:
         return None, "meld_too_short"
     too_wild = False
-    for run_suit in range(4):
-        for low in range(1, 16 - len(cards)):
-            wild = _run_fits(cards, run_suit, low)
-            if wild is None:
-                continue
-            if wild <= 1:
-                return {"side": "", "kind": "run", "suit": run_suit, "low": low, "cards": list(cards)}, ""
-            too_wild = True
+    for run_suit, low in _run_layouts(cards):
+        wild = _run_fits(cards, run_suit, low)
+        if wild is None:
+            continue
+        if wild <= 1:
+            return {"side": "", "kind": "run", "suit": run_suit, "low": low, "cards": list(cards)}, ""
+        too_wild = True
     if all(rank(c) == 1 or is_pankal(c) for c in cards):
         if sum(1 for c in cards if rank(c) != 1) <= 1:
             return {"side": "", "kind": "ace_set", "suit": -1, "low": 0, "cards": list(cards)}, ""
@@ -165,21 +178,37 @@ def parse_meld(cards: list[int]) -> tuple[Meld | None, str]:
 
 def extend(meld: Meld, card: int, low_end: bool) -> Meld | None:
     """The meld with ``card`` added at one end, or None if it would not stay valid."""
-    wild_now = wild_index(meld) >= 0
     if meld["kind"] == "ace_set":
-        if rank(card) == 1:
-            return {**meld, "cards": [*meld["cards"], card]}
-        if is_pankal(card) and not wild_now:
+        if rank(card) == 1 or (is_pankal(card) and wild_index(meld) < 0):
             return {**meld, "cards": [*meld["cards"], card]}
         return None
     pos = meld["low"] - 1 if low_end else meld["low"] + len(meld["cards"])
     if not 1 <= pos <= 14:
         return None
-    if not natural_at(card, meld["suit"], pos) and (wild_now or not is_pankal(card)):
+    if not natural_at(card, meld["suit"], pos) and (not is_pankal(card) or wild_index(meld) >= 0):
         return None
     if low_end:
         return {**meld, "low": pos, "cards": [card, *meld["cards"]]}
     return {**meld, "cards": [*meld["cards"], card]}
+
+
+def extension_candidates(meld: Meld, cards: dict[tuple[int, int], int]) -> list[tuple[int, bool]]:
+    """(card, low_end) pairs from ``cards`` (one card per identity) that may fit ``meld``: a superset."""
+    out = []
+    wild_free = wild_index(meld) < 0
+    pankals = [card for ident, card in cards.items() if ident[0] in (0, 2)] if wild_free else []
+    if meld["kind"] == "ace_set":
+        out = [(card, False) for ident, card in cards.items() if ident[0] == 1]
+        return out + [(card, False) for card in pankals]
+    for low_end in (True, False):
+        pos = meld["low"] - 1 if low_end else meld["low"] + len(meld["cards"])
+        if not 1 <= pos <= 14:
+            continue
+        natural = cards.get((1 if pos == 14 else pos, meld["suit"]))
+        if natural is not None:
+            out.append((natural, low_end))
+        out += [(card, low_end) for card in pankals if card != natural]
+    return out
 
 
 def three_card_melds(
@@ -192,65 +221,48 @@ def three_card_melds(
     is preferred over an identical copy); ``prefer`` is preferred over its copy too.
     """
     prefer = must_include if must_include is not None else prefer
-    by_ident: dict[tuple[int, int], list[int]] = {}
     ordered = sorted(cards, key=lambda c: (c != prefer, c))
+    nat: list[list[list[int]]] = [[[] for _ in range(15)] for _ in range(4)]
+    wilds: dict[tuple[int, int], list[int]] = {}
+    aces: dict[tuple[int, int], list[int]] = {}
     for card in ordered:
-        by_ident.setdefault(identity(card), []).append(card)
-    wild_idents = [i for i in by_ident if i[0] in (0, 2)]
+        if is_pankal(card):
+            wilds.setdefault(identity(card), []).append(card)
+        if is_joker(card):
+            continue
+        r, s = rank(card), suit(card)
+        nat[s][r].append(card)
+        if r == 1:
+            nat[s][14].append(card)
+            aces.setdefault((r, s), []).append(card)
     out: list[list[int]] = []
     seen: set[tuple[tuple[int, int], ...]] = set()
-
-    def take(ident: tuple[int, int], used: list[int]) -> int | None:
-        for card in by_ident.get(ident, ()):
-            if card not in used:
-                return card
-        return None
-
-    for run_suit in range(4):
+    for s in range(4):
+        column = nat[s]
         for low in range(1, 13):
-            naturals = []
-            for pos in range(low, low + 3):
-                r = 1 if pos == 14 else pos
-                naturals.append((r, run_suit))
-            for wild_slot in (-1, 0, 1, 2):
-                used: list[int] = []
-                ok = True
-                for slot in range(3):
-                    if slot == wild_slot:
-                        used.append(-1)
-                        continue
-                    card = take(naturals[slot], used)
-                    if card is None:
-                        ok = False
-                        break
-                    used.append(card)
-                if not ok:
-                    continue
-                if wild_slot < 0:
-                    _keep(out, seen, used, must_include)
-                    continue
-                for ident in wild_idents:
-                    if ident == naturals[wild_slot]:
+            cols = (column[low], column[low + 1], column[low + 2])
+            missing = [i for i in range(3) if not cols[i]]
+            if len(missing) > 1:
+                continue
+            if not missing:
+                _keep(out, seen, [cols[0][0], cols[1][0], cols[2][0]], must_include)
+            for slot in missing or range(3):
+                base = [cols[i][0] if i != slot else -1 for i in range(3)]
+                for copies in wilds.values():
+                    card = next((c for c in copies if c not in base), None)
+                    if card is None or natural_at(card, s, low + slot):
                         continue  # a 2 in its own natural place is no pankal
-                    card = take(ident, used)
-                    if card is None:
-                        continue
-                    meld = [*used]
-                    meld[wild_slot] = card
-                    _keep(out, seen, meld, must_include)
+                    base[slot] = card
+                    _keep(out, seen, list(base), must_include)
+                    base[slot] = -1
     if ace_sets:
-        aces = [i for i in by_ident if i[0] == 1]
-        pool = [(i, n) for i in aces for n in range(len(by_ident[i]))]
+        pool = [card for copies in aces.values() for card in copies]
         for a in range(len(pool)):
             for b in range(a + 1, len(pool)):
                 for c in range(b + 1, len(pool)):
-                    meld = [by_ident[pool[k][0]][pool[k][1]] for k in (a, b, c)]
-                    _keep(out, seen, meld, must_include)
-                for ident in wild_idents:
-                    meld = [by_ident[pool[a][0]][pool[a][1]], by_ident[pool[b][0]][pool[b][1]]]
-                    card = take(ident, meld)
-                    if card is not None:
-                        _keep(out, seen, [*meld, card], must_include)
+                    _keep(out, seen, [pool[a], pool[b], pool[c]], must_include)
+                for copies in wilds.values():
+                    _keep(out, seen, [pool[a], pool[b], copies[0]], must_include)
     return out
 
 

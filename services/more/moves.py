@@ -62,6 +62,8 @@ def parse_move(move: Any) -> tuple[str, JsonDict]:
             value = list(value)
             for card in value:
                 _check_card(card, where)
+            if len(set(value)) != len(value):
+                raise MalformedMove(where, "a card is listed twice")
         elif key == "card":
             _check_card(value, where)
         elif isinstance(value, bool) or not isinstance(value, int) or value < 0:

@@ -9,8 +9,8 @@ Melds of a turn stay tentative until the discard (or a More-pile pickup).
 
 from __future__ import annotations
 
-import copy
-from typing import Self
+import json
+from typing import Any, Self
 
 from services.engine import (
     Event,
@@ -28,6 +28,7 @@ from services.more.cards import (
     biriba_bonus,
     card_dict,
     extend,
+    extension_candidates,
     half_points,
     identity,
     is_biriba,
@@ -126,10 +127,10 @@ class State:
 
     @classmethod
     def from_dict(cls, data: JsonDict) -> Self:
-        return cls(copy.deepcopy(data))
+        return cls(_clone(data))
 
     def to_dict(self) -> JsonDict:
-        return copy.deepcopy(self.s)
+        return _clone(self.s)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, State) and self.s == other.s
@@ -175,23 +176,19 @@ class State:
                 ace_ok = s["scores"][seat] > THRESHOLD
                 for cards in three_card_melds(usable, ace_ok, prefer=t["top"]):
                     candidates.append({"lay_meld": {"cards": cards}})
-                singles = _distinct(usable, prefer=t["top"])
+                singles = {identity(c): c for c in _distinct(usable, prefer=t["top"])}
                 for index, meld in enumerate(s["melds"]):
                     if meld["side"] != self.side(seat):
                         continue
-                    ends = (False,) if meld["kind"] == "ace_set" else (True, False)
-                    for card in singles:
-                        for low_end in ends:
-                            if extend(meld, card, low_end) is not None:
-                                candidates.append(
-                                    {"add_to_meld": {"meld": index, "card": card, "low_end": low_end}}
-                                )
+                    for card, low_end in extension_candidates(meld, singles):
+                        candidates.append({"add_to_meld": {"meld": index, "card": card, "low_end": low_end}})
             candidates.append({"take_back": {}})
             candidates += [{"discard": {"card": c}} for c in _distinct(hand, prefer=-1)]
         legal = []
         for move in candidates:
             try:
-                self._validate(seat, *parse_move(move))
+                kind, body = next(iter(move.items()))
+                self._validate(seat, kind, body)
             except RuleViolation:
                 continue
             legal.append(move)
@@ -209,6 +206,8 @@ class State:
         s = self.s
         if seat not in self.active_seats():
             raise NotYourTurn(seat)
+        if kind == "add_to_meld" and b["meld"] >= len(s["melds"]):
+            raise MalformedMove("move.add_to_meld.meld", f"there is no meld {b['meld']}")
         phase = s["phase"]
         if phase == "bidding":
             if kind != "bid":
@@ -259,8 +258,6 @@ class State:
             raise RuleViolation("melding_closed", "you took back your melds: discard to end your turn")
         if kind == "lay_meld":
             cards = b["cards"]
-            if len(set(cards)) != len(cards):
-                raise MalformedMove("move.lay_meld.cards", "a card is listed twice")
             for card in cards:
                 self._check_in_hand(seat, card, "lay_meld")
             meld, rule = parse_meld(cards)
@@ -273,8 +270,6 @@ class State:
             halves = t["halves"] + sum(half_points(c) for c in cards)
         else:
             index, card = b["meld"], b["card"]
-            if index >= len(s["melds"]):
-                raise MalformedMove("move.add_to_meld.meld", f"there is no meld {index}")
             self._check_in_hand(seat, card, "add_to_meld")
             meld = s["melds"][index]
             if meld["side"] != side:
@@ -390,7 +385,7 @@ class State:
         card = s["draw"].pop()
         s["hands"][seat].append(card)
         s["phase"] = "play"
-        s["t"]["undo"] = {"hand": list(s["hands"][seat]), "melds": copy.deepcopy(s["melds"]), "discard": None}
+        s["t"]["undo"] = {"hand": list(s["hands"][seat]), "melds": _clone(s["melds"]), "discard": None}
         return [
             Event({"card_drawn": {"seat": seat}}),
             Event({"drew_card": {"card": card_dict(card)}}, to=(seat,)),
@@ -400,7 +395,7 @@ class State:
         s, t = self.s, self.s["t"]
         pile = s["discard"]
         hand = list(s["hands"][seat])
-        t["undo"] = {"hand": hand, "melds": copy.deepcopy(s["melds"]), "discard": list(pile)}
+        t["undo"] = {"hand": hand, "melds": _clone(s["melds"]), "discard": list(pile)}
         t["top"], t["locked"], t["pile_taken"] = pile[-1], pile[:-1], True
         s["hands"][seat].extend(pile)
         s["discard"] = []
@@ -699,7 +694,7 @@ class State:
             "bid_made": [b >= 0 for b in s["bids"]] if s["options"]["bid_for_solo"] else [],
             "bids": list(s["revealed_bids"]),
             "my_bid": s["bids"][seat] if own else -1,
-            "rounds": copy.deepcopy(s["rounds"]),
+            "rounds": _clone(s["rounds"]),
             "bid_for_solo": s["options"]["bid_for_solo"],
             "max_rounds": s["options"]["max_rounds"],
             "target_score": TARGET,
@@ -731,6 +726,11 @@ def match_winners(scores: list[int], went_out: int) -> list[int]:
     if len(top) > 1 and went_out in top:
         return [went_out]
     return top
+
+
+def _clone(data: Any) -> Any:
+    """A deep copy of JSON data (much faster than copy.deepcopy)."""
+    return json.loads(json.dumps(data))
 
 
 def _clockwise(start: int) -> list[int]:
