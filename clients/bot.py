@@ -25,12 +25,18 @@ class PlayedMatch:
     scores: list[int]
     winners: list[int]
     move_latencies_s: list[float] = field(default_factory=list)
+    finished: bool = False
 
 
 async def play_match(
-    client: GameClient, players: int, seed: int | None = None, rng: random.Random | None = None
+    client: GameClient,
+    players: int,
+    seed: int | None = None,
+    rng: random.Random | None = None,
+    until: float | None = None,
 ) -> PlayedMatch:
-    """Create a match, seat ``players`` bots, and play random legal moves until it ends."""
+    """Create a match, seat ``players`` bots, and play random legal moves until it ends
+    (or, with ``until``, a ``time.monotonic()`` deadline, until then)."""
     rng = rng or random.Random(seed)
     match = await client.create(players, seed=seed)
     tokens = {}
@@ -41,7 +47,7 @@ async def play_match(
     active = list(match.active_seats)
     status = match.status
     played = PlayedMatch(match.match_id, 0, [], [])
-    while status == common_pb2.IN_PROGRESS:
+    while status == common_pb2.IN_PROGRESS and (until is None or time.monotonic() < until):
         if played.moves >= MAX_MOVES:
             raise MatchDidNotEnd(
                 f"{client.game} match {match.match_id} still running after {MAX_MOVES} moves"
@@ -57,6 +63,7 @@ async def play_match(
         played.move_latencies_s.append(time.perf_counter() - started)
         played.moves += 1
         active, status = list(response.active_seats), response.status
+    played.finished = status == common_pb2.FINISHED
     final = await client.match(match.match_id)
     played.scores, played.winners = list(final.scores), list(final.winners)
     return played

@@ -7,66 +7,36 @@ Each process logs JSON lines to this terminal. Settings come from the environmen
 from __future__ import annotations
 
 import os
-import secrets
 import signal
-import subprocess
 import sys
 import time
 
-from deploy.redis_server import running_redis, wait_for_port
+from deploy.launcher import running_system
 from services.catalog import GAME_PACKAGES
-
-FIRST_SERVICE_PORT = 50061
 
 
 def main() -> None:
-    redis_port = int(os.environ.get("MOGAMES_REDIS_PORT", "6379"))
-    replicas = int(os.environ.get("MOGAMES_REPLICAS", "1"))
-    env = dict(os.environ)
-    env.setdefault("MOGAMES_TOKEN_SECRET", secrets.token_urlsafe(32))
-    processes: list[subprocess.Popen[bytes]] = []
-    with running_redis(redis_port) as redis_url:
-        env.setdefault("MOGAMES_REDIS_URL", redis_url)
-        print(f"redis: {env['MOGAMES_REDIS_URL']}", flush=True)
-        port = FIRST_SERVICE_PORT
-        for game in GAME_PACKAGES:
-            addresses = []
-            for _ in range(replicas):
-                listen = f"127.0.0.1:{port}"
-                service_env = {**env, "MOGAMES_LISTEN": listen}
-                processes.append(subprocess.Popen([sys.executable, "-m", "services", game], env=service_env))
-                addresses.append(listen)
-                port += 1
-            env[f"MOGAMES_BACKENDS_{game.upper()}"] = ",".join(addresses)
-        for address in (a for g in GAME_PACKAGES for a in env[f"MOGAMES_BACKENDS_{g.upper()}"].split(",")):
-            wait_for_port(int(address.rsplit(":", 1)[1]), timeout_s=30)
-        processes.append(subprocess.Popen([sys.executable, "-m", "gateway"], env=env))
-        listen = env.get("MOGAMES_GATEWAY_LISTEN", "0.0.0.0:50051")
-        wait_for_port(int(listen.rsplit(":", 1)[1]), timeout_s=30)
-        print(f"mogames is up: gateway on {listen}. Ctrl-C stops everything.", flush=True)
-        stopping = False
+    stopping = False
 
-        def stop(*_: object) -> None:
-            nonlocal stopping
-            stopping = True
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
 
-        signal.signal(signal.SIGINT, stop)
-        signal.signal(signal.SIGTERM, stop)
-        try:
-            while not stopping and all(p.poll() is None for p in processes):
-                time.sleep(0.2)
-        finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
-            for process in processes:
-                try:
-                    process.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-        failed = [p.args for p in processes if p.returncode not in (0, -signal.SIGTERM)]
-        if failed and not stopping:
-            sys.exit(f"a process stopped unexpectedly: {failed}")
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    with running_system(
+        list(GAME_PACKAGES),
+        replicas=int(os.environ.get("MOGAMES_REPLICAS", "1")),
+        gateway_listen=os.environ.get("MOGAMES_GATEWAY_LISTEN", "0.0.0.0:50051"),
+        redis_port=int(os.environ.get("MOGAMES_REDIS_PORT", "6379")),
+        first_service_port=int(os.environ.get("MOGAMES_FIRST_SERVICE_PORT", "50061")),
+    ) as system:
+        print(f"redis: {system.redis_url}", flush=True)
+        print(f"mogames is up: gateway on {system.gateway}. Ctrl-C stops everything.", flush=True)
+        while not stopping and system.all_running():
+            time.sleep(0.2)
+        if not stopping:
+            sys.exit("a process stopped unexpectedly; stopping the rest")
 
 
 if __name__ == "__main__":
