@@ -138,6 +138,11 @@ def test_layout_rule_three_neighbours_names_the_tile():
         board.check_shape(cells, 3, False)
     assert info.value.rule == "layout.min_neighbours"
     assert "(4, 0)" in info.value.message
+    two = board.hexagon(3) | {(4, -1)}  # touches (3, -1) and (3, 0): two are not enough
+    with pytest.raises(board.LayoutError) as info:
+        board.check_shape(two, 3, False)
+    assert info.value.rule == "layout.min_neighbours" and "has 2" in info.value.message
+    board.check_shape(board.hexagon(3) | {(4, -1), (4, -2)}, 3, False)  # three each: fine
 
 
 def test_layout_rule_boundary_limit_and_the_holes_variant_lifts_it():
@@ -148,9 +153,14 @@ def test_layout_rule_boundary_limit_and_the_holes_variant_lifts_it():
         board.check_shape(cells, 3, False)
     assert info.value.rule == "layout.boundary"
     board.check_shape(cells, 3, True)  # the variant has no boundary limit
-    # 2 players: 21 at most
-    hexa = board.preset_shape("hexagon", 2)
-    assert len(board.boundary(hexa)) <= 21
+    # 22 boundary tiles: fine with 3-4 players, one too many with 2
+    widths = (4, 10, 10, 9)
+    cells = {(-min(r, top) + i, r) for r, w in enumerate(widths) for i in range(w)}
+    assert len(cells) == 33 and len(board.boundary(cells)) == 22
+    board.check_shape(cells, 3, False)
+    with pytest.raises(board.LayoutError) as info:
+        board.check_shape(cells, 2, False)
+    assert info.value.rule == "layout.boundary"
 
 
 def test_layout_rule_no_holes_without_the_variant():
@@ -272,6 +282,21 @@ def test_pawn_placement_in_turn_order_from_the_starting_seat():
     third = (start + 2) % 3
     state.apply(third, state.legal_moves(third)[0])
     assert state.phase == "MOVE" and state.active_seats() == [start]
+
+
+def test_starting_seat_is_drawn_from_the_seed():
+    starts = {State.new(players, seed, {}).start for players in (3, 4) for seed in range(12)}
+    assert starts == {0, 1, 2, 3}
+    for seed in range(6):
+        state = State.new(4, seed, {})
+        assert state.active_seats() == [state.start] == [state.turn]
+        order = []
+        while state.phase == "PLACE":
+            (seat,) = state.active_seats()
+            order.append(seat)
+            state.apply(seat, state.legal_moves(seat)[0])
+        assert order == [(state.start + i) % 4 for i in range(4)]
+        assert state.phase == "MOVE" and state.active_seats() == [state.start]
 
 
 LINE = [(q, 0, Y if q % 2 else O) for q in range(6)]  # 0..5 along one straight line
@@ -662,7 +687,8 @@ def test_tiebreak_chain():
 
 
 def test_prediction_variant_seals_three_cities_secretly():
-    state = State.new(3, 4, {"prediction": True})
+    state = State.new(3, 5, {"prediction": True})
+    assert state.start == 1  # placement afterwards starts with the drawn seat, not seat 0
     assert state.phase == "PREDICT" and state.active_seats() == [0, 1, 2]
     assert state.legal_moves(1) == [{"predict": {"cities": [c]}} for c in state.cities]
     c = state.cities
