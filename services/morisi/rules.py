@@ -116,8 +116,8 @@ class State:
             layout = board.make_layout(players, seed, opts["layout"], custom, opts["allow_holes"])
         except board.LayoutError as e:
             raise BadOptions(e.rule, e.message) from e
-        tiles = [{"q": q, "r": r, "terrain": t, "circled": c} for q, r, t, c in layout]
-        blocks = [board.blocks_for_tile(players, t["terrain"], t["circled"]) for t in tiles]
+        tiles: list[JsonDict] = [{"q": q, "r": r, "terrain": t, "circled": c} for q, r, t, c in layout]
+        blocks = [board.blocks_for_tile(players, t, c) for _, _, t, c in layout]
         on_board = [sum(b for b, t in zip(blocks, tiles, strict=True) if t["terrain"] == c) for c in COLORS]
         start = rng(seed, "start").randrange(players)
         state = cls(
