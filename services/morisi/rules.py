@@ -26,12 +26,20 @@ from services.engine import (
 )
 from services.morisi import board
 from services.morisi.board import BLOCKS_PER_COLOR, CITY, COLORS, DIRECTIONS, is_int, normalize_options
+from services.morisi.scoring import (
+    PREDICTION_SIZE,
+    board_scores,
+    house_supply,
+    prediction_points,
+    tiebreak_winners,
+    top_count,
+)
+from services.morisi.view import observe, stick_dict
 
 # ---------------------------------------------------------------- constants
 
 PHASES = ("PREDICT", "PLACE", "MOVE", "BUILD", "OVER")
 END_REASONS = ("NOT_ENDED", "BLOCKS_EXHAUSTED", "HOUSES_EXHAUSTED")
-PREDICTION_SIZE = 3
 StickContext = tuple[set[int], dict[tuple[int, int], list[int]], set[tuple[int, int]]]
 MOVE_KINDS: dict[str, tuple[str, ...]] = {
     "predict": ("cities",),
@@ -42,11 +50,6 @@ MOVE_KINDS: dict[str, tuple[str, ...]] = {
     "build_route": (),
     "end_turn": (),
 }
-
-
-def house_supply(players: int) -> int:
-    """House-points per player: 9x1 + 5x2 + 4x3 = 31; 2 players 9x1 + 6x2 + 4x3 = 33."""
-    return 33 if players == 2 else 31
 
 
 GAME = GameInfo(
@@ -661,62 +664,8 @@ class State:
     # ------------------------------------------------------------ view
 
     def view(self, seat: int | None) -> JsonDict:
-        points = [self.house_points(s) for s in range(self.players)]
-        totals = self.city_totals(points)
-        standings = self.standings(points)
-        supply = house_supply(self.players)
-        over = self.phase == "OVER"
-        players = []
-        for s in range(self.players):
-            players.append(
-                {
-                    "seat": s,
-                    "pawn_placed": self.pawns[s] >= 0,
-                    "pawn_tile": max(self.pawns[s], 0),
-                    "block_count": sum(self.hands[s]),
-                    "house_points": standings[s]["house_points"],
-                    "houses_left": max(0, supply - standings[s]["house_points"]),
-                    "sticks": standings[s]["sticks"],
-                    "cities": standings[s]["cities"],
-                    "score": standings[s]["score"],
-                    "predicted": len(self.predictions[s]),
-                }
-            )
-        shown = range(self.players) if over else ([seat] if seat is not None else [])
-        return {
-            "tiles": [
-                {
-                    "index": i,
-                    "q": t["q"],
-                    "r": t["r"],
-                    "terrain": t["terrain"],
-                    "circled": t["circled"],
-                    "blocks": self.blocks[i],
-                }
-                for i, t in enumerate(self.tiles)
-            ],
-            "players": players,
-            "my_blocks": list(self.hands[seat]) if seat is not None else [],
-            "sticks": [stick_dict(st) for st in self.sticks],
-            "pending": [{"anchor": a, "paid": p, "cost": c} for a, p, c in self.pending],
-            "cities": [
-                {"city": c, "points": [points[s].get(c, 0) for s in range(self.players)], "total": totals[c]}
-                for c in self.cities
-            ],
-            "phase": self.phase,
-            "turn_seat": self.turn,
-            "start_seat": self.start,
-            "turn": self.turn_no,
-            "house_supply": supply,
-            "scoring_cities": scoring_cities(totals, top_count(self.players)),
-            "predictions": [{"seat": s, "cities": list(self.predictions[s])} for s in shown],
-            "prediction_variant": self.options["prediction"],
-            "end_reason": self.end_reason,
-            "spent_blocks": list(self.spent),
-            "box_blocks": list(self.box),
-            "allow_holes": self.options["allow_holes"],
-            "layout": self.options["layout"],
-        }
+        """What ``seat`` may see (``None``: a spectator): see ``services.morisi.view``."""
+        return observe(self, seat)
 
 
 # ---------------------------------------------------------------- helpers
@@ -733,12 +682,6 @@ def _geometry(
     return at, adj, cities
 
 
-def stick_dict(stick: list[int]) -> JsonDict:
-    """A stored stick ``[seat, a, b, paid, cost]`` (a < b) as a Stick message."""
-    seat, a, b, paid, cost = stick
-    return {"seat": seat, "a": a, "b": b, "paid": paid, "cost": cost}
-
-
 def _test_stick(tiles: list[JsonDict], seat: int, a: int, b: int, *paid_cost: int) -> list[int]:
     """A hand-built stick: ``(seat, a, b[, paid, cost])``; paid defaults to the land end (b if both)."""
     if paid_cost:
@@ -746,49 +689,3 @@ def _test_stick(tiles: list[JsonDict], seat: int, a: int, b: int, *paid_cost: in
     else:
         paid, cost = (a if tiles[b]["terrain"] == CITY else b), 1
     return [seat, min(a, b), max(a, b), paid, cost]
-
-
-def top_count(players: int) -> int:
-    """How many of the largest cities score: three, or the largest one with 2 players."""
-    return 1 if players == 2 else 3
-
-
-def scoring_cities(totals: dict[int, int], keep: int) -> list[int]:
-    """The ``keep`` cities with the most house-points (all players), every city tied at the cut."""
-    ranked = sorted((v for v in totals.values() if v > 0), reverse=True)
-    if not ranked:
-        return []
-    cut = ranked[min(keep, len(ranked)) - 1]
-    return sorted(c for c, v in totals.items() if v >= cut)
-
-
-def board_scores(points: list[dict[int, int]], totals: dict[int, int], keep: int) -> list[int]:
-    """4 per city where the seat has a house, plus its house-points in the scoring cities."""
-    top = scoring_cities(totals, keep)
-    return [4 * sum(1 for v in p.values() if v > 0) + sum(p.get(c, 0) for c in top) for p in points]
-
-
-def prediction_points(prediction: list[int], totals: dict[int, int]) -> int:
-    """5 per city at its right rank, 2 per top-three city at a wrong rank.
-
-    A city's rank spans every place it shares with tied cities (two cities tied
-    for the most houses are both 1st and 2nd); a city without houses has no rank.
-    """
-    points = 0
-    for rank, city in enumerate(prediction, start=1):
-        v = totals.get(city, 0)
-        if v <= 0:
-            continue
-        lo = 1 + sum(1 for x in totals.values() if x > v)
-        hi = lo + sum(1 for x in totals.values() if x == v) - 1
-        if lo <= rank <= hi:
-            points += 5
-        elif lo <= PREDICTION_SIZE:
-            points += 2
-    return points
-
-
-def tiebreak_winners(keys: list[tuple[int, int, int, int]]) -> list[int]:
-    """Seats with the best (score, cities with a house, sticks laid, house-points placed)."""
-    best = max(keys)
-    return [s for s, k in enumerate(keys) if k == best]

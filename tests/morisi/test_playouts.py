@@ -9,7 +9,8 @@ import pytest
 
 from services.engine import MalformedMove, MoveError, NotYourTurn, RuleViolation
 from services.morisi import board
-from services.morisi.rules import GAME, State, house_supply
+from services.morisi.rules import GAME, State
+from services.morisi.scoring import house_supply
 
 COLORS = board.COLORS
 SEEDS = range(60)

@@ -8,9 +8,8 @@ import pytest
 
 from services.engine import BadOptions, MalformedMove, NotYourTurn, RuleViolation
 from services.morisi import board
-from services.morisi.rules import (
-    GAME,
-    State,
+from services.morisi.rules import GAME, State
+from services.morisi.scoring import (
     board_scores,
     house_supply,
     prediction_points,

@@ -1,0 +1,81 @@
+"""The Morisi observer: what a seat (or a spectator) may see of a ``rules.State``.
+
+Public: the whole board (tiles, blocks on tiles, sticks, pending sticks, houses, pawns),
+every player's block total, scores. Private: the caller's own blocks by colour and own
+prediction. Everyone's predictions only once the game is over. Never: the seed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from services.morisi.scoring import house_supply, scoring_cities, top_count
+
+if TYPE_CHECKING:
+    from services.morisi.rules import State
+
+
+def stick_dict(stick: list[int]) -> dict[str, int]:
+    """A stored stick ``[seat, a, b, paid, cost]`` (a < b) as a Stick message."""
+    seat, a, b, paid, cost = stick
+    return {"seat": seat, "a": a, "b": b, "paid": paid, "cost": cost}
+
+
+def observe(state: State, seat: int | None) -> dict[str, Any]:
+    """The View message fields from 10 on."""
+    points = [state.house_points(s) for s in range(state.players)]
+    totals = state.city_totals(points)
+    standings = state.standings(points)
+    supply = house_supply(state.players)
+    over = state.phase == "OVER"
+    players = []
+    for s in range(state.players):
+        players.append(
+            {
+                "seat": s,
+                "pawn_placed": state.pawns[s] >= 0,
+                "pawn_tile": max(state.pawns[s], 0),
+                "block_count": sum(state.hands[s]),
+                "house_points": standings[s]["house_points"],
+                "houses_left": max(0, supply - standings[s]["house_points"]),
+                "sticks": standings[s]["sticks"],
+                "cities": standings[s]["cities"],
+                "score": standings[s]["score"],
+                "predicted": len(state.predictions[s]),
+            }
+        )
+    shown = range(state.players) if over else ([seat] if seat is not None else [])
+    return {
+        "tiles": [
+            {
+                "index": i,
+                "q": t["q"],
+                "r": t["r"],
+                "terrain": t["terrain"],
+                "circled": t["circled"],
+                "blocks": state.blocks[i],
+            }
+            for i, t in enumerate(state.tiles)
+        ],
+        "players": players,
+        "my_blocks": list(state.hands[seat]) if seat is not None else [],
+        "sticks": [stick_dict(st) for st in state.sticks],
+        "pending": [{"anchor": a, "paid": p, "cost": c} for a, p, c in state.pending],
+        "cities": [
+            {"city": c, "points": [points[s].get(c, 0) for s in range(state.players)], "total": totals[c]}
+            for c in state.cities
+        ],
+        "phase": state.phase,
+        "turn_seat": state.turn,
+        "start_seat": state.start,
+        "turn": state.turn_no,
+        "house_supply": supply,
+        "scoring_cities": scoring_cities(totals, top_count(state.players)),
+        "predictions": [{"seat": s, "cities": list(state.predictions[s])} for s in shown],
+        "prediction_variant": state.options["prediction"],
+        "end_reason": state.end_reason,
+        "spent_blocks": list(state.spent),
+        "box_blocks": list(state.box),
+        "allow_holes": state.options["allow_holes"],
+        "layout": state.options["layout"],
+    }
