@@ -31,12 +31,17 @@ def default_options(game: str) -> dict:
     return to_dict(pb2.CreateMatchRequest().options)
 
 
+def sampled(step: int) -> bool:
+    """Every move early in a match, then every 25th: the checks are costly, matches long."""
+    return step < 80 or step % 25 == 0
+
+
 def playout(game: str, players: int, seed: int, check=None):
     rules = rules_module(game)
     state = rules.State.new(players, seed, default_options(game))
     rng = random.Random(seed)
     trail = []
-    for _ in range(20_000):
+    for step in range(20_000):
         if state.is_over():
             return state, trail
         seat = rng.choice(state.active_seats())
@@ -45,7 +50,7 @@ def playout(game: str, players: int, seed: int, check=None):
         move = rng.choice(moves)
         events = state.apply(seat, move)
         trail.append((seat, move, events))
-        if check:
+        if check and sampled(step):
             check(state, seat, move, events)
     raise AssertionError(f"{game} seed {seed}: no end after 20000 moves")
 
@@ -73,7 +78,7 @@ def test_random_matches_are_deterministic_and_contract_shaped(game):
             } == view
 
     for players in range(info.min_players, info.max_players + 1):
-        for seed in (1, 2):
+        for seed in (players, players + 10):
             final, trail = playout(game, players, seed, check)
             again, trail_again = playout(game, players, seed)
             assert again.to_dict() == final.to_dict()
