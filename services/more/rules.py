@@ -287,10 +287,10 @@ class State:
             after = [grown if i == index else m for i, m in enumerate(s["melds"]) if m["side"] == side]
             left = len(hand) - 1
             halves = t["halves"] + half_points(card)
-        if left == 0:
-            self._check_opening(halves)
         if left <= 1:
             self._check_exit(after, side, left, False)
+        if left == 0:
+            self._check_opening(halves)
 
     def _can_take_back(self) -> bool:
         t = self.s["t"]

@@ -660,3 +660,50 @@ def test_view_shows_own_hand_only_and_everything_public():
 def test_a_position_keeps_all_cards():
     state = position([cs("KC 5C 6C"), cs("3S 4S 9D"), cs("QC JC 10C")], melds=[meld("pair", cs("8H 9H 10H"))])
     check_invariants(state)
+
+
+# ---- primitive steps ----
+
+
+def test_legal_lay_melds_are_3_card_steps_and_longer_melds_are_accepted():
+    hand = cs("3S 4S 5S 6S 7S 9D 9C")
+    state = position([cs("KC 5C 6C"), hand, cs("QC JC 10C")], turn=1)
+    lays = [m["lay_meld"]["cards"] for m in state.legal_moves(1) if "lay_meld" in m]
+    assert sorted(lays) == sorted([cs("3S 4S 5S"), cs("4S 5S 6S"), cs("5S 6S 7S")])
+    state.apply(1, lay(cs("3S 4S 5S 6S 7S")))
+    assert state.to_dict()["melds"][0]["cards"] == cs("3S 4S 5S 6S 7S")
+    # the same meld built from steps
+    steps = position([cs("KC 5C 6C"), hand, cs("QC JC 10C")], turn=1)
+    steps.apply(1, lay(cs("4S 5S 6S")))
+    assert add(0, c("3S"), low_end=True) in steps.legal_moves(1)
+    assert add(0, c("7S"), low_end=False) in steps.legal_moves(1)
+    steps.apply(1, add(0, c("3S"), low_end=True))
+    steps.apply(1, add(0, c("7S")))
+    assert steps.to_dict()["melds"] == state.to_dict()["melds"]
+
+
+def test_pickup_mid_turn_needs_the_7_5_going_down_first():
+    # seat 1 above 1500, his side not down: melding all 3 cards would take the pile (after a biriba)
+    # but 3S 4S 5S is only 1.5 points
+    biriba = meld("solo", cs("3H 4H 5H 6H 7H 8H 9H"))  # the Solo's biriba does not help the Pair
+    state = position(
+        [cs("KC 5C 6C"), cs("3S 4S 5S"), cs("QC JC 10C")], turn=1, scores=(0, 1600, 0), melds=[biriba]
+    )
+    refused(state, 1, lay(cs("3S 4S 5S")), RuleViolation, "empty_hand")
+    # the Solo above 1500 laid his biriba this turn (5.0 points so far): emptying his hand now takes his
+    # More pile only if this turn's melds reach 7.5
+    for halves, ok in ((10, False), (12, True)):
+        turn = {"opening": True, "halves": halves, "melded": True}
+        solo = position(
+            [cs("3S 4S 5S"), cs("KC 5C 6C"), cs("QC JC 10C")],
+            turn=0,
+            solo=0,
+            scores=(1600, 0, 0),
+            melds=[meld("solo", cs("3H 4H 5H 6H 7H 8H 9H"))],
+            turn_info=turn,
+        )
+        if ok:
+            solo.apply(0, lay(cs("3S 4S 5S")))
+            assert solo.to_dict()["more_state"]["solo"] == "taken"
+        else:
+            refused(solo, 0, lay(cs("3S 4S 5S")), RuleViolation, "going_down_7_5")
