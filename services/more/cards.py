@@ -273,3 +273,19 @@ def _keep(out: list[list[int]], seen: set, meld: list[int], must_include: int | 
     if key not in seen:
         seen.add(key)
         out.append(meld)
+
+
+def meld_view(meld: Meld, index: int) -> dict[str, Any]:
+    """The proto Meld message of table meld number ``index``."""
+    return {
+        "index": index,
+        "side": f"ROLE_{meld['side'].upper()}",
+        "kind": "MELD_KIND_RUN" if meld["kind"] == "run" else "MELD_KIND_ACE_SET",
+        "suit": SUIT_NAMES[meld["suit"]] if meld["suit"] >= 0 else "SUIT_UNSPECIFIED",
+        "low": meld["low"],
+        "cards": [card_dict(c) for c in meld["cards"]],
+        "wild_index": wild_index(meld),
+        "dirty": is_dirty(meld),
+        "biriba": is_biriba(meld),
+        "points": meld_points(meld),
+    }

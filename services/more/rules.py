@@ -24,8 +24,6 @@ from services.engine import (
 )
 from services.more.cards import (
     DECK_SIZE,
-    SUIT_NAMES,
-    biriba_bonus,
     card_dict,
     extend,
     extension_candidates,
@@ -33,14 +31,13 @@ from services.more.cards import (
     identity,
     is_biriba,
     is_dirty,
-    meld_points,
+    meld_view,
     name,
     parse_meld,
-    points,
     three_card_melds,
-    wild_index,
 )
 from services.more.moves import MAX_BID, check_options, parse_move
+from services.more.scoring import match_winners, score_round
 
 PLAYERS = 3
 HAND_SIZE = 11
@@ -48,9 +45,6 @@ MORE_PILE_SIZE = 11
 TARGET = 3100
 THRESHOLD = 1500  # "above 1500": strictly greater
 OPENING_HALVES = 15  # 7.5 points
-GO_OUT_BONUS = 100
-MORE_PENALTY = 100
-SOLO_BONUS = 150
 
 GAME = GameInfo(
     name="more",
@@ -594,42 +588,7 @@ class State:
 
     def round_result(self, went_out: int) -> JsonDict:
         """Score the round as it stands (``went_out``: the seat that went out, -1 for none)."""
-        s = self.s
-        seats = []
-        for p in range(PLAYERS):
-            side = self.side(p)
-            side_melds = [m for m in s["melds"] if m["side"] == side]
-            melded = sum(meld_points(m) for m in side_melds)
-            bonus = sum(biriba_bonus(m) for m in side_melds)
-            go_out = GO_OUT_BONUS if went_out == p else 0
-            hand = sum(points(c) for c in s["hands"][p])
-            penalty = MORE_PENALTY if s["more_state"][side] != "taken" else 0
-            if side == "solo":
-                total, multiplied = solo_score(melded + bonus + go_out - hand, penalty)
-                solo_bonus = SOLO_BONUS if went_out == p else 0
-                total += solo_bonus
-            else:
-                total, multiplied, solo_bonus = melded + bonus + go_out - hand - penalty, False, 0
-            seats.append(
-                {
-                    "meld_points": melded,
-                    "biriba_bonus": bonus,
-                    "go_out_bonus": go_out,
-                    "hand_points": hand,
-                    "more_penalty": penalty,
-                    "multiplied": multiplied,
-                    "solo_bonus": solo_bonus,
-                    "total": total,
-                }
-            )
-        return {
-            "round": s["round"],
-            "end": "ROUND_END_WENT_OUT" if went_out >= 0 else "ROUND_END_EXHAUSTED",
-            "went_out": went_out,
-            "solo": s["solo"],
-            "seats": seats,
-            "totals": [s["scores"][p] + seats[p]["total"] for p in range(PLAYERS)],
-        }
+        return score_round(self.s, went_out)
 
     def _end_round(self, went_out: int) -> list[Event]:
         s = self.s
@@ -648,19 +607,7 @@ class State:
     # ---- the observer ----
 
     def _meld_view(self, index: int) -> JsonDict:
-        meld = self.s["melds"][index]
-        return {
-            "index": index,
-            "side": ROLES[meld["side"]],
-            "kind": "MELD_KIND_RUN" if meld["kind"] == "run" else "MELD_KIND_ACE_SET",
-            "suit": SUIT_NAMES[meld["suit"]] if meld["suit"] >= 0 else "SUIT_UNSPECIFIED",
-            "low": meld["low"],
-            "cards": [card_dict(c) for c in meld["cards"]],
-            "wild_index": wild_index(meld),
-            "dirty": is_dirty(meld),
-            "biriba": is_biriba(meld),
-            "points": meld_points(meld),
-        }
+        return meld_view(self.s["melds"][index], index)
 
     def view(self, seat: int | None) -> JsonDict:
         s, t = self.s, self.s["t"]
@@ -709,23 +656,6 @@ _MELD_MESSAGES = {
     "runs_only": "only runs are allowed: 3 or more cards of one suit in sequence, ace low (A-2-3) or high "
     "(Q-K-A) but never around (K-A-2), cards listed low to high; ace-sets above 1500",
 }
-
-
-def solo_score(net: int, penalty: int) -> tuple[int, bool]:
-    """The Solo's order of operations after the net: -100 penalty, then x1.5 rounded down if positive."""
-    net -= penalty
-    if net > 0:
-        return net * 3 // 2, True
-    return net, False
-
-
-def match_winners(scores: list[int], went_out: int) -> list[int]:
-    """Highest cumulative score; tie: the one who went out in the last round; else all tied."""
-    best = max(scores)
-    top = [p for p in range(PLAYERS) if scores[p] == best]
-    if len(top) > 1 and went_out in top:
-        return [went_out]
-    return top
 
 
 def _clone(data: Any) -> Any:

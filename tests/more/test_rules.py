@@ -8,7 +8,8 @@ import pytest
 
 from services.engine import BadOptions, MalformedMove, NotYourTurn, RuleViolation
 from services.more.cards import half_points, is_dirty, parse_meld, points, wild_index
-from services.more.rules import GAME, State, match_winners, solo_score
+from services.more.rules import GAME, State
+from services.more.scoring import match_winners, solo_score
 from tests.more.helpers import all_cards, c, check_invariants, cs, hand_points, meld, position
 
 OPTS = {"bid_for_solo": False, "max_rounds": 0}
