@@ -75,6 +75,8 @@ class GameClient:
             request.expected_version = expected_version
         return await self.stub.SubmitMove(request, metadata=auth(token), timeout=self.timeout_s)
 
-    def watch(self, match_id: str, token: str | None = None, after_version: int = 0) -> AsyncIterator[Any]:
+    def watch(
+        self, match_id: str, token: str | None = None, after_version: int = 0, timeout_s: float | None = None
+    ) -> AsyncIterator[Any]:
         request = common_pb2.WatchMatchRequest(match_id=match_id, after_version=after_version)
-        return self.stub.WatchMatch(request, metadata=auth(token) if token else None)
+        return self.stub.WatchMatch(request, metadata=auth(token) if token else None, timeout=timeout_s)

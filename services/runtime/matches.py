@@ -38,6 +38,10 @@ WATCH_BLOCK_MS = 5_000
 log = structlog.get_logger("matches")
 
 
+def _unknown(match_id: str) -> NotFound:
+    return NotFound(f"match_id: no match {match_id!r} (unknown or expired)")
+
+
 @dataclass(frozen=True)
 class MatchFacts:
     """Public facts of a match (the ``Match`` message)."""
@@ -89,8 +93,18 @@ class MatchService:
             raise InvalidArgument("match_id: required", field="match_id")
         record = await self.store.load(match_id)
         if record is None:
-            raise NotFound(f"match_id: no match {match_id!r} (unknown or expired)")
+            raise _unknown(match_id)
         return record
+
+    async def _load_for_request(
+        self, match_id: str, request_key: str | None
+    ) -> tuple[MatchRecord, str | None]:
+        if request_key is None:
+            return await self._load(match_id), None
+        record, answer = await self.store.load_for_request(match_id, request_key)
+        if record is None:
+            raise _unknown(match_id)
+        return record, answer
 
     def facts(self, record: MatchRecord) -> MatchFacts:
         status = self._status(record)
@@ -214,8 +228,8 @@ class MatchService:
         seat = self._seat(token, match_id)
         request_key = keys.request(match_id, seat, request_id) if request_id else None
         for _ in range(MAX_COMMIT_ATTEMPTS):
-            record = await self._load(match_id)
-            if request_key and (answer := await self.store.request_answer(request_key)):
+            record, answer = await self._load_for_request(match_id, request_key)
+            if answer:
                 return await self._replay(record, seat, answer)
             status = self._status(record)
             if status == WAITING:

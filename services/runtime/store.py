@@ -118,6 +118,17 @@ class MatchStore:
             return None
         return MatchRecord.from_json(doc, int(rev))
 
+    async def load_for_request(
+        self, match_id: str, request_key: str
+    ) -> tuple[MatchRecord | None, str | None]:
+        """The match and the recorded answer to ``request_key`` (if any), in one round trip."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hmget(keys.match(match_id), ["rev", "doc"])
+            pipe.get(request_key)
+            (rev, doc), answer = await pipe.execute()
+        record = None if doc is None or rev is None else MatchRecord.from_json(doc, int(rev))
+        return record, answer.decode() if isinstance(answer, bytes) else answer
+
     async def commit(
         self,
         record: MatchRecord,
@@ -147,10 +158,6 @@ class MatchStore:
         if outcome == "duplicate":
             return CommitResult("duplicate", previous_answer=value)
         return CommitResult("conflict")
-
-    async def request_answer(self, request_key: str) -> str | None:
-        value = await self.redis.get(request_key)
-        return value.decode() if isinstance(value, bytes) else value
 
     async def events_of_version(self, match_id: str, version: int) -> list[StoredEvent]:
         entries: Any = await self.redis.xrange(

@@ -1,0 +1,53 @@
+"""Match lifecycle rules that need time to pass: abandonment, and deadlines through the gateway."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import grpc
+import pytest
+
+from services.catalog import rules_module
+from services.runtime.errors import FailedPrecondition
+from services.runtime.matches import ABANDONED, IN_PROGRESS, MatchService
+from services.runtime.server import redis_client
+from services.runtime.store import MatchStore
+from tests.conftest import service_settings
+from tests.helpers import start_match
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_idle_match_becomes_abandoned_and_refuses_moves(redis_url):
+    clock = Clock()
+    settings = dataclasses.replace(service_settings("happy_mochi", redis_url), abandon_after_s=60)
+    client = redis_client(redis_url)
+    service = MatchService(rules_module("happy_mochi"), MatchStore(client), settings, clock=clock)
+    facts = await service.create_match(2, 5, {"first_player": 0})
+    tokens = [(await service.join_match(facts.match_id, name))[1] for name in ("a", "b")]
+    assert (await service.get_match(facts.match_id)).status == IN_PROGRESS
+    clock.now += 61
+    assert (await service.get_match(facts.match_id)).status == ABANDONED
+    moves, _ = await service.legal_moves(facts.match_id, tokens[0])
+    assert moves == []
+    with pytest.raises(FailedPrecondition) as refused:
+        await service.submit_move(facts.match_id, tokens[0], {"pass_turn": {}}, None, "r1")
+    assert refused.value.reason == "match_over"
+    await client.aclose()
+
+
+async def test_deadline_passes_through_the_gateway_to_a_waiting_watch(cluster):
+    client = cluster.client("happy_mochi")
+    started = await start_match(client, 2, seed=77)
+    # No move comes, so the watch waits until the client's deadline ends it.
+    stream = client.watch(started.match_id, started.tokens[0], timeout_s=0.5)
+    with pytest.raises(grpc.aio.AioRpcError) as failed:
+        async for _ in stream:
+            pass
+    assert failed.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
