@@ -249,10 +249,10 @@ def three_card_melds(
             for slot in missing or range(3):
                 base = [cols[i][0] if i != slot else -1 for i in range(3)]
                 for copies in wilds.values():
-                    card = next((c for c in copies if c not in base), None)
-                    if card is None or natural_at(card, s, low + slot):
+                    wild = next((c for c in copies if c not in base), None)
+                    if wild is None or natural_at(wild, s, low + slot):
                         continue  # a 2 in its own natural place is no pankal
-                    base[slot] = card
+                    base[slot] = wild
                     _keep(out, seen, list(base), must_include)
                     base[slot] = -1
     if ace_sets:
