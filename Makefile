@@ -36,6 +36,7 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/buf lint
 
 typecheck: install
 	$(BIN)/mypy services gateway
