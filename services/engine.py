@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
@@ -134,3 +135,20 @@ def rng(seed: int, *salt: object) -> random.Random:
     """
     key = ":".join([str(seed), *map(str, salt)]).encode()
     return random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+
+
+def split_move(move: Any, kinds: Mapping[str, Collection[str]]) -> tuple[str, JsonDict]:
+    """The kind and body of a move dict ``{"<kind>": {...}}``, checked against ``kinds``
+    (move kind -> its field names); raises ``MalformedMove`` naming the offending part."""
+    if not isinstance(move, dict) or len(move) != 1:
+        raise MalformedMove("move", "a move is exactly one of: " + ", ".join(kinds))
+    kind, body = next(iter(move.items()))
+    if kind not in kinds:
+        raise MalformedMove("move", f"unknown move kind {kind!r}")
+    body = {} if body is None else body
+    if not isinstance(body, dict):
+        raise MalformedMove(f"move.{kind}", "the move body must be a message")
+    for key in body:
+        if key not in kinds[kind]:
+            raise MalformedMove(f"move.{kind}.{key}", f"{kind} has no field {key!r}")
+    return kind, body
