@@ -8,6 +8,11 @@ from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from services.engine import GameInfo
 
 
+def _text(value: object) -> str:
+    """An option's default as its proto text form (``true``, ``3``, ``hexagon``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def game_info(game: GameInfo) -> lobby_pb2.GameInfo:
     return lobby_pb2.GameInfo(
         name=game.name,
@@ -17,10 +22,7 @@ def game_info(game: GameInfo) -> lobby_pb2.GameInfo:
         max_players=game.max_players,
         options=[
             lobby_pb2.GameOption(
-                name=o.name,
-                type=o.type,
-                description=o.description,
-                default_value=str(o.default).lower() if isinstance(o.default, bool) else str(o.default),
+                name=o.name, type=o.type, description=o.description, default_value=_text(o.default)
             )
             for o in game.options
         ],
