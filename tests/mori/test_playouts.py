@@ -40,6 +40,23 @@ def first_suit(d: dict) -> int | None:
     return None
 
 
+def oracle_trick_winner(leader: int, plays: list, faces: list[int]) -> int:
+    """The winner of a complete trick, from the rules text: highest trump card, first trump die,
+    highest lead card, first lead die, else (all X) the leader."""
+    suits = [((4 if i >= 44 else i // 11) if k == "card" else faces[i]) for _s, k, i in plays]
+    lead = next((suit for suit in suits if suit != 4), None)
+    if lead is None:
+        return leader
+    for suit in ((lead + 1) % 4, lead):
+        cards = [(i % 11, s) for (s, k, i), x in zip(plays, suits, strict=True) if k == "card" and x == suit]
+        if cards:
+            return max(cards)[1]
+        dice = [s for (s, k, _i), x in zip(plays, suits, strict=True) if k == "die" and x == suit]
+        if dice:
+            return dice[0]
+    raise AssertionError("a suited play sets the lead suit")
+
+
 def oracle_legal(d: dict, seat: int, move: dict) -> bool:
     """Legality of a well-formed move, read from the state dict and the rules text."""
     ((kind, body),) = move.items()
@@ -191,6 +208,34 @@ def check_events(before: dict, events, seat: int, move: dict) -> None:
         assert "seed" not in json.dumps(event.body)
 
 
+def check_trick(before: dict, after: dict, seat: int, move: dict, events) -> None:
+    """A completed trick goes to the rules' winner, who alone claims next; the leader of a new
+    trick is the winner who just claimed (or the new round's start player)."""
+    won = [e.body["trick_won"] for e in events if "trick_won" in e.body]
+    if "claim_die" in move:
+        assert not won and before["phase"] == "claim" and seat == before["turn"]
+        if after["phase"] == "play" and after["round"] == before["round"]:
+            assert after["trick_leader"] == after["turn"] == seat
+        elif after["phase"] == "play":
+            assert after["trick_leader"] == after["turn"] == after["start_player"]
+        return
+    ((kind, body),) = move.items()
+    plays = [
+        *before["trick_plays"],
+        [seat, "card" if kind == "play_card" else "die", next(iter(body.values()))],
+    ]
+    if len(plays) < before["players"]:
+        assert not won
+        return
+    (trick,) = won
+    winner = oracle_trick_winner(before["trick_leader"], plays, before["faces"])
+    assert trick["winner"] == winner
+    assert after["phase"] == "claim" and after["turn"] == winner
+    assert [p["seat"] for p in trick["plays"]] == [
+        (before["trick_leader"] + i) % before["players"] for i in range(before["players"])
+    ]
+
+
 def check_refusals(state: State, rnd: random.Random, sample: int | None) -> None:
     """Candidate moves from every seat: the oracle's illegal ones are refused and change nothing."""
     d = state.to_dict()
@@ -247,6 +292,7 @@ def playout(players: int, seed: int, *, deep: bool) -> tuple[State, list[tuple[i
             check_views(state)
         ending = "claim_die" in move and len(before["mat"]) == 1
         events = state.apply(seat, move)
+        check_trick(before, state.to_dict(), seat, move, events)
         history.append((seat, move))
         all_events.append([(e.body, e.to) for e in events])
         after = state.to_dict()

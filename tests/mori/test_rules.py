@@ -716,3 +716,190 @@ def test_view_shows_every_seats_aid_public_pile_contents_and_scores():
     assert own == {**expected, "pile": own["pile"]}
     assert state.view(2)["players"][1]["aid"] == [{"id": 4, "face": "SUIT_X"}]
     assert [p["total"] for p in state.view(None)["players"]] == [4, -1, 2]
+
+
+# ---------------------------------------------------------------- review: rules checked again by hand
+
+
+def test_first_trump_die_is_the_first_played_not_the_lowest_seat():
+    # leader 2: seats play 2, 3, 0, 1; seats 3 and 0 both play a Summer (trump) die: seat 3 was first
+    faces = [SU, SU, SP, SP, SP, SP, SP, SP, SP, SP]
+    won = run_trick(
+        4, [("card", c(SP, 5)), ("die", 0), ("die", 1), ("card", c(SP, 9))], faces=faces, leader=2
+    )
+    assert (won["winner"], won["reason"]) == (3, "WIN_REASON_FIRST_TRUMP_DIE")
+
+
+def test_first_lead_die_is_the_first_played_not_the_lowest_seat():
+    # leader 1 plays an X; seat 2's Winter die sets the lead suit; seat 0's Winter die comes later
+    faces = [WI, WI, SP, SP, SP, SP, SP, SP, SP, SP]
+    won = run_trick(3, [("card", XC[2]), ("die", 0), ("die", 1)], faces=faces, leader=1)
+    assert (won["winner"], won["reason"]) == (2, "WIN_REASON_FIRST_LEAD_DIE")
+    assert (won["lead_suit"], won["trump_suit"]) == ("SUIT_WINTER", "SUIT_SPRING")
+
+
+def test_off_suit_dice_and_cards_that_are_not_trump_never_win():
+    # lead Spring (trump Summer): an Autumn die, a Winter card and an X die lose to the Spring 1
+    faces = [AU, X, SP, SP, SP, SP, SP, SP, SP, SP]
+    won = run_trick(
+        5,
+        [("card", c(SP, 1)), ("die", 0), ("card", c(WI, 10)), ("die", 1), ("card", c(AU, 10))],
+        faces=faces,
+    )
+    assert (won["winner"], won["reason"]) == (0, "WIN_REASON_HIGHEST_LEAD_CARD")
+
+
+def test_trump_die_beats_every_lead_card_and_lead_die():
+    faces = [SP, SU, SP, SP, SP, SP, SP, SP, SP, SP]
+    won = run_trick(
+        4, [("die", 0), ("card", c(SP, 10)), ("die", 1), ("card", c(SP, 9))], faces=faces, leader=3
+    )
+    # order: seat 3 Spring die (lead Spring), seat 0 Spring 10, seat 1 Summer die (trump), seat 2 Spring 9
+    assert (won["winner"], won["reason"]) == (1, "WIN_REASON_FIRST_TRUMP_DIE")
+
+
+def test_x_card_lead_then_a_suited_die_sets_the_suit_to_follow_and_the_trump():
+    state = build(
+        hands=[[XC[0]], [c(SP, 1)], [c(AU, 2), c(WI, 3)], [c(WI, 1), c(AU, 9)]],
+        aids=[[], [6], [], []],
+        faces=[SP] * 6 + [AU] + [SP] * 3,
+    )
+    play(state, 0, XC[0])
+    # nothing set yet: seat 1 may play its Spring card or its die
+    assert state.legal_moves(1) == [{"play_card": {"card": c(SP, 1)}}, {"play_die": {"die": 6}}]
+    events = play_die(state, 1, 6)
+    assert bodies(events, "die_played")[0]["lead_suit"] == "SUIT_AUTUMN"
+    assert state.view(None)["trick"]["trump_suit"] == "SUIT_WINTER"
+    # seat 2 holds Autumn: the die set the suit it must follow
+    refused(state, 2, {"play_card": {"card": c(WI, 3)}}, RuleViolation, "follow_suit")
+    play(state, 2, c(AU, 2))
+    # seat 3 must follow Autumn too; its Autumn 9 beats the Autumn die and the Autumn 2
+    refused(state, 3, {"play_card": {"card": c(WI, 1)}}, RuleViolation, "follow_suit")
+    won = trick_result(play(state, 3, c(AU, 9)))
+    assert (won["winner"], won["reason"]) == (3, "WIN_REASON_HIGHEST_LEAD_CARD")
+
+
+def test_x_cards_in_hand_do_not_count_as_holding_the_lead_suit():
+    state = build(hands=[[c(SP, 4)], [XC[2], XC[3], c(WI, 2), c(AU, 5)], [c(SP, 6)], [c(SP, 7)]])
+    play(state, 0, c(SP, 4))
+    assert state.legal_moves(1) == [
+        {"play_card": {"card": c(AU, 5)}},
+        {"play_card": {"card": c(WI, 2)}},
+        {"play_card": {"card": XC[2]}},
+    ]
+    play(state, 1, c(WI, 2))
+
+
+def test_holding_the_lead_suit_allows_only_lead_cards_x_cards_and_dice():
+    faces = [SU, X, SP, SP, SP, SP, SP, SP, SP, SP]
+    state = build(
+        hands=[[c(SP, 4)], [c(SP, 2), c(SP, 8), c(SU, 1), c(WI, 5), XC[2]], [c(SP, 6)], [c(SP, 7)]],
+        aids=[[], [0, 1], [], []],
+        faces=faces,
+    )
+    play(state, 0, c(SP, 4))
+    assert state.legal_moves(1) == [
+        {"play_card": {"card": c(SP, 2)}},
+        {"play_card": {"card": c(SP, 8)}},
+        {"play_card": {"card": XC[2]}},
+        {"play_die": {"die": 0}},
+        {"play_die": {"die": 1}},
+    ]
+    for card in (c(SU, 1), c(WI, 5)):
+        refused(state, 1, {"play_card": {"card": card}}, RuleViolation, "follow_suit")
+
+
+@pytest.mark.parametrize(("players", "ranks"), [(3, range(1, 8)), (4, range(1, 10)), (5, range(0, 11))])
+def test_every_round_deals_nine_deck_cards_and_two_own_x_cards_to_each_seat(players, ranks):
+    state = State.new(players, 5, {})
+    deck = {s * 11 + r for s in range(4) for r in ranks} | ({54} if players == 5 else set())
+    for round_number in range(1, players + 1):
+        assert state.round == round_number
+        dealt: list[int] = []
+        for seat, hand in enumerate(state.hands):
+            own_x = {44 + 2 * seat, 45 + 2 * seat}
+            assert own_x <= set(hand) and len(hand) == 11
+            dealt += [x for x in hand if x not in own_x]
+        assert len(dealt) == len(set(dealt)) == 9 * players
+        assert set(dealt) | set(state.unused) == deck
+        assert len(state.unused) == (1 if players == 3 else 0)
+        assert not state.piles[0] and not state.aids[0] and len(state.mat) == 10
+        # play the round out with the first legal move
+        while state.round == round_number and not state.is_over():
+            (seat,) = state.active_seats()
+            state.apply(seat, state.legal_moves(seat)[0])
+
+
+def test_die_faces_are_the_four_seasons_once_and_x_twice():
+    # 10 dice x 2000 seeds; each season 1/6, X 1/3 of the faces (bounds far outside chance)
+    faces = [f for seed in range(2000) for f in State.new(3, seed, {}).faces]
+    share = {face: faces.count(face) / len(faces) for face in (SP, SU, AU, WI, X)}
+    for season in (SP, SU, AU, WI):
+        assert 0.15 < share[season] < 0.183
+    assert 0.31 < share[X] < 0.357
+
+
+def test_each_round_is_led_first_by_its_start_player():
+    state = State.new(4, 8, {"first_player": 2})
+    leaders = []
+    while not state.is_over():
+        (seat,) = state.active_seats()
+        if state.phase == "play" and state.tricks_done == 0 and not state.trick_plays:
+            leaders.append((state.round, seat))
+        state.apply(seat, state.legal_moves(seat)[-1])
+    assert leaders == [(1, 2), (2, 3), (3, 0), (4, 1)]
+
+
+def test_round_end_x_majority_ties_are_scored_by_the_engine():
+    # claim of the last die: seats 0 and 1 tie for most Xs (2), seats 2 and 3 tie for next-most (1)
+    faces = [X, X, SP, SU, AU, WI, SP, SU, AU, X]
+    state = build(
+        4,
+        hands=[[XC[0]], [c(SP, 7)], [XC[4]], []],
+        aids=[[1], [], [], []],
+        faces=faces,
+        mat=[9],
+        phase="claim",
+        turn=3,
+        leader=3,
+        tricks_done=10,
+        piles=[[c(SU, 5)], [XC[2], XC[3]], [c(AU, 8)], []],
+    )
+    events = claim(state, 3, 9)  # the last die is an X die: seat 3 now holds 1 X
+    (ended,) = bodies(events, "round_ended")
+    got = [(r["x_count"], r["x_bonus"], r["score"]) for r in ended["results"]]
+    # seat 0: X card + X die = 2, -2, Summer 5 +2 -> 0; seat 1: 2 X cards, -2, Spring 7 +2 -> 0
+    # seat 2: 1 X card, +1, Autumn 8 (1 - 2) -> 0; seat 3: claimed X die, +1 -> 1
+    assert got == [(2, -2, 0), (2, -2, 0), (1, 1, 0), (1, 1, 1)]
+
+
+def card_ids_in(obj) -> set[int]:
+    """Every Card id in a view or event dict (a Card is the dict with id, suit and rank)."""
+    found: set[int] = set()
+    if isinstance(obj, dict):
+        if {"id", "suit", "rank"} <= set(obj):
+            found.add(obj["id"])
+        for value in obj.values():
+            found |= card_ids_in(value)
+    elif isinstance(obj, list):
+        for value in obj:
+            found |= card_ids_in(value)
+    return found
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_three_player_unused_card_never_appears_in_any_view_or_event(seed):
+    state = State.new(3, seed, {})
+    while not state.is_over():
+        hidden = state.unused[0]
+        for viewer in (None, 0, 1, 2):
+            assert hidden not in card_ids_in(state.view(viewer))
+        (seat,) = state.active_seats()
+        moves = state.legal_moves(seat)
+        events = state.apply(seat, moves[len(moves) // 2])
+        ended = any("round_ended" in e.body for e in events)
+        for event in events:
+            if not ended or "round_ended" in event.body:
+                assert hidden not in card_ids_in(event.body)
+            else:  # the next round's deal has its own unused card
+                assert state.unused[0] not in card_ids_in(event.body)
