@@ -157,3 +157,27 @@ async def test_lobby_lists_every_game(cluster):
     games = {g.name: g for g in (await lobby.ListGames(lobby_pb2.ListGamesRequest())).games}
     assert games[GAME].service == "mogames.happymochi.v1.HappyMochi"
     assert (games[GAME].min_players, games[GAME].max_players) == (2, 6)
+
+
+async def test_consumer_groups_share_the_game_feed_without_overlap(cluster, redis_client):
+    from clients.move_feed import consume, ensure_group
+
+    game = "mori"
+    client = cluster.client(game)
+    started = await start_match(client, 3, seed=64)
+    group = f"test-{started.match_id}"
+    await ensure_group(redis_client, game, group, start="$")
+    for _ in range(6):
+        seat, move, version = await active_seat_move(client, started)
+        await client.submit(started.match_id, started.tokens[seat], move, expected_version=version)
+    first = []
+    async for entry in consume(redis_client, game, group, "a", block_ms=100, batch=1):
+        first.append(entry)
+        if len(first) == 2:
+            break
+    rest = [e async for e in consume(redis_client, game, group, "b", block_ms=100)]
+    mine = [(e.match_id, e.version) for e in first + rest if e.match_id == started.match_id]
+    assert sorted(mine) == [(started.match_id, v) for v in range(1, 7)]
+    assert len({e.entry_id for e in first + rest}) == len(first) + len(rest)
+    pending = await redis_client.xpending(keys.game_moves(game), group)
+    assert pending["pending"] == 1  # the entry "a" stopped at, not yet acknowledged
