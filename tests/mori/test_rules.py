@@ -903,3 +903,20 @@ def test_three_player_unused_card_never_appears_in_any_view_or_event(seed):
                 assert hidden not in card_ids_in(event.body)
             else:  # the next round's deal has its own unused card
                 assert state.unused[0] not in card_ids_in(event.body)
+
+
+def test_round_goes_on_while_a_die_is_left_on_the_mat():
+    # ninth claim: one die stays on the mat, so the winner leads a tenth trick in the same round
+    state = build(
+        3,
+        hands=[[c(SP, 5), c(SP, 6)], [c(SU, 1), c(SU, 2)], [c(AU, 1), c(AU, 2)]],
+        mat=[8, 9],
+        phase="claim",
+        turn=2,
+        leader=2,
+        tricks_done=9,
+    )
+    events = claim(state, 2, 8)
+    assert bodies(events, "round_ended") == [] and bodies(events, "round_started") == []
+    assert (state.round, state.phase, state.mat, state.active_seats()) == (1, "play", [9], [2])
+    assert [len(h) for h in state.hands] == [2, 2, 2] and state.aids[2] == [8]
