@@ -655,3 +655,164 @@ def test_state_round_trips_through_json():
     data = json.loads(json.dumps(state.to_dict()))
     assert State.from_dict(data) == state
     assert State.from_dict(data).to_dict() == state.to_dict()
+
+
+# ---------------------------------------------------------------- review: rules without a hand-built test yet
+
+
+def test_turns_go_clockwise_and_wrap_from_the_last_seat_to_seat_0():
+    hands = [[c(R, 1)], [c(G, 4)], [c(B, 4)]]
+    state = State.for_test(hands, [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 2), c(K, 3)], turn=2)
+    state.apply(2, draw("DECK"))
+    state.apply(2, place(0))
+    assert state.active_seats() == [0] and state.turn == 0
+
+
+def test_a_one_card_hand_cannot_play_a_duo_and_must_draw():
+    state = State.for_test([[c(R, 9)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    assert state.legal_moves(0) == [draw("DECK"), draw("LEFT"), draw("RIGHT")]
+    refused(state, 0, duo(0), MalformedMove, "move.play_duo.position")
+
+
+def test_emptied_right_stack_is_refilled_from_the_deck_note_a():
+    state = State.for_test([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 3)])
+    events = state.apply(0, draw("RIGHT"))
+    assert state.held == c(U, 0)
+    assert state.right == [c(K, 3)] and state.deck == [c(K, 1)]
+    assert bodies(events, "stack_refilled") == [{"stack": "STACK_RIGHT", "card": rules.card_dict(c(K, 3))}]
+    assert state.view(1)["number_to_beat"] == 23
+
+
+def test_drawing_an_effect_card_from_the_central_duo_does_nothing_note_b():
+    # The "Draw a card" action takes a face-up 9 and then a face-up 5: neither triggers.
+    for top, source in ((c(B, 9), "LEFT"), (c(U, 5), "RIGHT")):
+        left, right = [c(B, 2), c(B, 9)], [c(U, 0), c(U, 5)]
+        state = State.for_test([[c(R, 1)], [c(G, 4)]], left, right, deck=[c(K, 1)])
+        state.apply(0, draw(source))
+        assert state.held == top
+        events = state.apply(0, place(0))
+        assert [next(iter(e.body)) for e in events] == ["card_placed"]
+        assert state.pending == [] and state.value_side == "VALUE_SIDE_PLUS"
+        assert state.active_seats() == [1] and state.phase == "PHASE_TURN"
+
+
+def test_special_case_draw_card_on_the_right_take_back_the_left_flip_card():
+    # 59: the Draw effect is the right card; resolved first on yourself, you take back the 5 (left
+    # stack) and its Value-flip still triggers.
+    state = State.for_test([[c(R, 5), c(OR, 9), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state.apply(0, duo(0))
+    assert state.legal_moves(0) == [name(0), name(1), FLIP]
+    state.apply(0, name(0))
+    events = state.apply(0, draw("LEFT"))
+    assert bodies(events, "card_drawn")[0]["card"]["id"] == c(R, 5) and state.left == [c(B, 2)]
+    events = state.apply(0, place(0))
+    assert state.hands[0] == [c(R, 5), c(G, 0)]
+    assert bodies(events, "value_flipped") == [{"seat": 0, "value_side": "VALUE_SIDE_MINUS"}]
+    assert state.active_seats() == [1]
+
+
+def test_named_player_decides_alone_and_only_draws():
+    state = State.for_test(
+        [[c(R, 9), c(OR, 7), c(G, 0)], [c(G, 4), c(G, 6)], [c(B, 1)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)]
+    )
+    state.apply(0, duo(0))
+    state.apply(0, name(1))
+    assert state.legal_moves(1) == [draw("DECK"), draw("LEFT"), draw("RIGHT")]
+    for move in (duo(0), PASS, name(0), FLIP, place(0)):
+        refused(state, 1, move, RuleViolation, "wrong_phase")
+    for seat in (0, 2):
+        refused(state, seat, draw("DECK"), NotYourTurn, "not_your_turn")
+
+
+def test_a_named_players_deck_draw_is_secret_to_them():
+    state = State.for_test(
+        [[c(R, 9), c(OR, 7), c(G, 0)], [c(G, 4)], [c(B, 1)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 2)]
+    )
+    state.apply(0, duo(0))
+    state.apply(0, name(2))
+    events = state.apply(2, draw("DECK"))
+    assert [(e.to, e.body) for e in events] == [
+        (None, {"card_drawn": {"seat": 2, "source": "DRAW_SOURCE_DECK", "by_effect": True}}),
+        ((2,), {"card_received": {"seat": 2, "card": rules.card_dict(c(K, 2))}}),
+    ]
+    assert state.view(2)["drawn_card"]["id"] == c(K, 2)
+    for viewer in (0, 1, None):
+        view = state.view(viewer)
+        assert "drawn_card" not in view and c(K, 2) not in _ids(view)
+
+
+def test_an_effect_draw_that_empties_a_stack_refills_it_note_a():
+    # 99 on a one-card stack: the first named draw takes the left 9, the second the card under it,
+    # which empties the left stack: the deck's top card replaces it.
+    state = State.for_test(
+        [[c(R, 9), c(OR, 9), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 3)]
+    )
+    state.apply(0, duo(0))
+    state.apply(0, name(1))
+    state.apply(1, draw("LEFT"))
+    state.apply(1, place(0))
+    state.apply(0, name(1))
+    events = state.apply(1, draw("LEFT"))
+    assert state.held == c(B, 2) and state.left == [c(K, 3)] and state.deck == [c(K, 1)]
+    assert bodies(events, "stack_refilled") == [{"stack": "STACK_LEFT", "card": rules.card_dict(c(K, 3))}]
+
+
+def test_two_draw_effects_can_be_carried_out_with_an_empty_deck():
+    # Empty deck, one card per stack: after the 99 each stack holds two cards, so both Draw effects
+    # can be carried out (the first reshuffles the two cards under the tops into a deck).
+    state = State.for_test([[c(R, 9), c(OR, 9), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 1)], deck=[])
+    state.apply(0, duo(0))
+    state.apply(0, name(1))
+    events = state.apply(1, draw("DECK"))
+    assert bodies(events, "deck_reshuffled") == [{"deck_size": 2}]
+    assert state.left == [c(R, 9)] and state.right == [c(OR, 9)] and len(state.deck) == 1
+    state.apply(1, place(0))
+    assert state.legal_moves(0) == [name(0), name(1)]
+    state.apply(0, name(1))
+    assert draw("DECK") in state.legal_moves(1)
+    state.apply(1, draw("DECK"))
+    state.apply(1, place(0))
+    assert sorted(state.hands[1]) == sorted([c(B, 2), c(U, 1), c(G, 4)])
+    assert state.active_seats() == [1] and state.phase == "PHASE_TURN"
+
+
+def test_round_winner_when_nobody_went_out_ties_go_to_the_earliest_seat_from_the_round_start():
+    # Deck empty, one card per stack, nobody can play on yellow-pink 98: a full cycle of passes.
+    hands = [[c(R, 1), c(R, 2)], [c(G, 3), c(OR, 0)], [c(B, 1), c(B, 2)]]
+    state = State.for_test(hands, [c(Y, 9)], [c(K, 8)], deck=[], round_start=1, turn=1)
+    for seat in (1, 2, 0):
+        events = state.apply(seat, PASS)
+    (ended,) = bodies(events, "round_ended")
+    assert ended["round_points"] == [3, 3, 3] and ended["round_winner"] == 1
+    assert state.round == 2 and state.round_start == 2 and state.active_seats() == [2]
+
+
+def test_next_round_starts_at_seat_0_when_the_last_seat_went_out():
+    state = State.for_test(
+        [[c(R, 1)], [c(G, 3)], [c(B, 7), c(B, 8)]], [c(Y, 2)], [c(K, 0)], deck=[c(K, 1)], turn=2
+    )
+    events = state.apply(2, duo(0))
+    assert bodies(events, "round_ended")[0]["round_winner"] == 2
+    assert state.round == 2 and state.round_start == 0 and state.active_seats() == [0]
+
+
+def test_a_round_nobody_went_out_can_end_the_game():
+    hands = [[c(R, 1), c(R, 2)], [c(G, 8), c(OR, 7)]]
+    state = State.for_test(hands, [c(Y, 9)], [c(K, 8)], deck=[], totals=[10, 15])
+    state.apply(0, PASS)
+    events = state.apply(1, PASS)
+    (ended,) = bodies(events, "round_ended")
+    assert ended["went_out"] is False and ended["total_scores"] == [13, 30]
+    assert ended["game_over"] is True and state.is_over() and state.winners() == [0]
+    assert not bodies(events, "round_started")
+
+
+def test_a_duo_after_a_pass_makes_drawing_possible_again_so_the_next_seat_may_not_pass():
+    # Seat 1 can play the 44 Happy Mochi; seats 0 and 2 cannot act. Seat 0 passes, seat 1 plays.
+    hands = [[c(R, 1)], [c(G, 4), c(B, 4), c(OR, 2)], [c(B, 1)]]
+    state = State.for_test(hands, [c(Y, 9)], [c(K, 8)], deck=[])
+    state.apply(0, PASS)
+    state.apply(1, duo(0))
+    # the Duo put cards under the tops: a draw is possible again, so nobody may pass
+    assert state.legal_moves(2) == [draw("DECK"), draw("LEFT"), draw("RIGHT")]
+    refused(state, 2, PASS, RuleViolation, "pass_not_allowed")
