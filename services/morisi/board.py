@@ -99,13 +99,18 @@ def holes(cells: set[Cell]) -> list[Cell]:
     )
 
 
+def check_distinct(cell_list: list[Cell]) -> None:
+    """Raise ``layout.duplicate_tile`` if two tiles share a cell."""
+    if len(set(cell_list)) != len(cell_list):
+        dup = next(c for c in cell_list if cell_list.count(c) > 1)
+        raise LayoutError("layout.duplicate_tile", f"two tiles at {dup}")
+
+
 def check_shape(cells: Iterable[Cell], players: int, allow_holes: bool) -> None:
     """Raise LayoutError naming the first broken layout rule and its tile."""
     cell_list = list(cells)
+    check_distinct(cell_list)
     shape = set(cell_list)
-    if len(shape) != len(cell_list):
-        dup = next(c for c in cell_list if cell_list.count(c) > 1)
-        raise LayoutError("layout.duplicate_tile", f"two tiles at {dup}")
     if not shape:
         raise LayoutError("layout.tile_set", "the layout has no tiles")
     first = min(shape)
@@ -154,17 +159,24 @@ def check_tiles(tiles: list[tuple[int, int, str, bool]], players: int, allow_hol
             raise LayoutError("layout.circled_city", f"tile {(q, r)} is a city and cannot be circled")
         if abs(q) > MAX_COORD or abs(r) > MAX_COORD:
             raise LayoutError("layout.coordinates", f"tile {(q, r)} lies outside -{MAX_COORD}..{MAX_COORD}")
+    check_distinct([(q, r) for q, r, _, _ in tiles])
     want = sorted(tile_set(players))
     got = sorted((t, c) for _, _, t, c in tiles)
     if got != want:
-        for kind in sorted(set(want) | set(got)):
-            if want.count(kind) != got.count(kind):
-                label = f"{'circled ' if kind[1] else ''}{kind[0]}"
-                raise LayoutError(
-                    "layout.tile_set",
-                    f"{players} players use {want.count(kind)} {label} tiles; "
-                    f"this layout has {got.count(kind)}",
-                )
+        kinds = sorted(set(want) | set(got))
+        # name a surplus tile if there is one (the last of its kind in row order), else the missing kind
+        surplus = [k for k in kinds if got.count(k) > want.count(k)]
+        kind = surplus[0] if surplus else next(k for k in kinds if got.count(k) != want.count(k))
+        label = f"{'circled ' if kind[1] else ''}{kind[0]}"
+        where = ""
+        if surplus:
+            q, r = max(((q, r) for q, r, t, c in tiles if (t, c) == kind), key=lambda c: (c[1], c[0]))
+            where = f" (e.g. tile {(q, r)})"
+        raise LayoutError(
+            "layout.tile_set",
+            f"{players} players use {want.count(kind)} {label} tiles; "
+            f"this layout has {got.count(kind)}{where}",
+        )
     check_shape([(q, r) for q, r, _, _ in tiles], players, allow_holes)
 
 

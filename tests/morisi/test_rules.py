@@ -811,3 +811,51 @@ def test_for_test_state_round_trips():
     copy = State.from_dict(json.loads(json.dumps(state.to_dict())))
     assert copy == state and copy.to_dict() == state.to_dict()
     assert sum(state.box) + sum(state.spent) + sum(map(sum, state.hands)) + sum(state.blocks) == 70
+
+
+# ---------------------------------------------------------------- review additions
+
+
+def test_custom_layout_tile_set_error_names_a_tile():
+    # one land tile turned into a tenth city: the error names the rule and a surplus tile
+    tiles = custom_tiles(3)
+    wrong = [dict(t) for t in tiles]
+    extra = next(t for t in wrong if t["terrain"] == Y and not t["circled"])
+    extra["terrain"] = C
+    with pytest.raises(BadOptions) as info:
+        State.new(3, 1, {"layout": "custom", "custom_tiles": wrong})
+    assert info.value.rule == "layout.tile_set" and "9 CITY tiles; this layout has 10" in info.value.message
+    named = [t for t in wrong if f"tile ({t['q']}, {t['r']})" in info.value.message]
+    assert len(named) == 1 and named[0]["terrain"] == C  # one of the ten cities: any of them is one too many
+
+
+def test_custom_layout_duplicate_cell_is_named_before_the_tile_set():
+    # two tiles on one cell and a wrong tile set: the first rule of the list (duplicate_tile) is named
+    tiles = custom_tiles(3)
+    bad = [dict(t) for t in tiles]
+    bad[1]["q"], bad[1]["r"] = bad[0]["q"], bad[0]["r"]
+    bad[2]["circled"] = bad[2]["terrain"] != C and not bad[2]["circled"]
+    bad[2]["terrain"] = bad[2]["terrain"] if bad[2]["terrain"] != C else Y
+    with pytest.raises(BadOptions) as info:
+        State.new(3, 1, {"layout": "custom", "custom_tiles": bad})
+    assert info.value.rule == "layout.duplicate_tile"
+    assert f"({bad[0]['q']}, {bad[0]['r']})" in info.value.message
+
+
+def test_custom_layout_shape_rules_name_the_tile():
+    tiles = custom_tiles(3)
+    # a corner tile moved next to a single tile
+    lonely = [dict(t) for t in tiles]
+    moved = next(t for t in lonely if (t["q"], t["r"]) == (-3, 3))
+    moved["q"], moved["r"] = 5, -1  # touches only (4, -1)
+    with pytest.raises(BadOptions) as info:
+        State.new(3, 1, {"layout": "custom", "custom_tiles": lonely})
+    assert info.value.rule == "layout.min_neighbours" and "(5, -1) has 1" in info.value.message
+    # a hole in the middle without the variant; allowed with it
+    holed = [dict(t) for t in tiles]
+    centre = next(t for t in holed if (t["q"], t["r"]) == (0, 0))
+    centre["q"], centre["r"] = 4, -3  # next to (3, -3), (3, -2) and (4, -2)
+    with pytest.raises(BadOptions) as info:
+        State.new(3, 1, {"layout": "custom", "custom_tiles": holed})
+    assert info.value.rule == "layout.holes" and "(0, 0)" in info.value.message
+    assert len(State.new(3, 1, {"layout": "custom", "custom_tiles": holed, "allow_holes": True}).tiles) == 39
