@@ -13,6 +13,10 @@ import grpc
 
 from gateway.backends import ReplicaPool
 
+# A unary call with no client deadline still gets one here: it waits for a replica that
+# is (re)starting, and must not wait forever when none comes back.
+DEFAULT_UNARY_TIMEOUT_S = 30.0
+
 # Hop-by-hop and transport headers that the outgoing call sets for itself.
 _DROP_HEADERS = ("grpc-", ":")
 _DROP_NAMES = {"user-agent", "content-type", "te", "host"}
@@ -55,7 +59,12 @@ class GameProxy(grpc.GenericRpcHandler):
         async def forward(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
             call = pool.pick().unary_unary(method)
             try:
-                return await call(request, metadata=_forwarded(context), timeout=context.time_remaining())
+                return await call(
+                    request,
+                    metadata=_forwarded(context),
+                    timeout=context.time_remaining() or DEFAULT_UNARY_TIMEOUT_S,
+                    wait_for_ready=True,
+                )
             except grpc.aio.AioRpcError as error:
                 await _abort_like(context, error)
                 raise
@@ -66,7 +75,7 @@ class GameProxy(grpc.GenericRpcHandler):
     def _stream(pool: ReplicaPool, method: str) -> Any:
         async def forward(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
             call = pool.pick().unary_stream(method)(
-                request, metadata=_forwarded(context), timeout=context.time_remaining()
+                request, metadata=_forwarded(context), timeout=context.time_remaining(), wait_for_ready=True
             )
             try:
                 async for response in call:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import grpc
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
-from gateway.backends import ReplicaPool
+from gateway.backends import ReplicaPool, watch_health
 from gateway.lobby import LobbyServicer
 from gateway.proxy import GameProxy
 from services.catalog import rules_module
@@ -25,7 +26,7 @@ async def build(
     for game_name, addresses in settings.backends.items():
         game = rules_module(game_name).GAME
         games.append(game)
-        pool = ReplicaPool(addresses)
+        pool = ReplicaPool(game.full_service, addresses)
         pools.append(pool)
         # Importing the game's generated code also registers its descriptors for reflection.
         service = Codec(game).pb2.DESCRIPTOR.services_by_name[game.service]
@@ -45,8 +46,10 @@ async def build(
 async def main(settings: GatewaySettings) -> None:
     server, checker, pools, port = await build(settings)
     serving.log.info("gateway", port=port, games=sorted(settings.backends))
+    health_watch = asyncio.create_task(watch_health(checker, pools))
 
     async def close() -> None:
+        health_watch.cancel()
         for pool in pools:
             await pool.close()
 

@@ -67,6 +67,7 @@ class Cluster:
 
     gateway: grpc.aio.Channel
     replicas: dict[str, list[grpc.aio.Channel]]
+    replicas_addresses: dict[str, list[str]]
 
     def client(self, game: str) -> GameClient:
         return GameClient(self.gateway, game)
@@ -100,7 +101,7 @@ async def cluster(redis_url: str) -> AsyncIterator[Cluster]:
         game: [grpc.aio.insecure_channel(address) for address in game_addresses]
         for game, game_addresses in addresses.items()
     }
-    yield Cluster(channel, replica_channels)
+    yield Cluster(channel, replica_channels, addresses)
     await channel.close()
     for channels in replica_channels.values():
         for replica in channels:

@@ -96,3 +96,25 @@ async def test_processes_serve_health_reflection_logs_and_stop_gracefully(redis_
     assert len(committed) == played.moves
     assert {"rpc", "match_id", "seat", "request_id", "version"} <= set(committed[0])
     assert any(line["event"] == "stopped" for line in lines)
+
+
+async def test_gateway_health_follows_its_backends(cluster):
+    from gateway.backends import ReplicaPool, refresh_health
+    from services.runtime import serving
+
+    server = grpc.aio.server()
+    checker = await serving.add_health_and_reflection(
+        server, ["mogames.mori.v1.Mori", "mogames.more.v1.More"]
+    )
+    up = ReplicaPool("mogames.mori.v1.Mori", (cluster.replicas_addresses["mori"][0],))
+    down = ReplicaPool("mogames.more.v1.More", (f"127.0.0.1:{free_port()}",))
+    await refresh_health(checker, [up, down])
+    check = health_pb2.HealthCheckRequest
+    assert (
+        await checker.Check(check(service=up.service), None)
+    ).status == health_pb2.HealthCheckResponse.SERVING
+    assert (await checker.Check(check(service=down.service), None)).status == (
+        health_pb2.HealthCheckResponse.NOT_SERVING
+    )
+    await up.close()
+    await down.close()
