@@ -859,3 +859,75 @@ def test_custom_layout_shape_rules_name_the_tile():
         State.new(3, 1, {"layout": "custom", "custom_tiles": holed})
     assert info.value.rule == "layout.holes" and "(0, 0)" in info.value.message
     assert len(State.new(3, 1, {"layout": "custom", "custom_tiles": holed, "allow_holes": True}).tiles) == 39
+
+
+def test_parallel_stick_over_three_others_costs_four():
+    # "in the case of three existing sticks the cost is quadrupled"
+    others = [[1, A_, Y1], [2, A_, Y1], [3, A_, Y1]]
+    state = street(4, hands=[hand(Y=3), hand(), hand(), hand()], sticks=others)
+    unchanged(state, 0, lay(A_, Y1), RuleViolation, "stick_blocks")
+    state = street(4, hands=[hand(Y=4), hand(), hand(), hand()], sticks=others)
+    events = state.apply(0, lay(A_, Y1))
+    assert events[0].body["stick_laid"]["cost"] == 4 and state.hands[0] == hand()
+
+
+# Eight cities on one line, land between them: city 2k at q=2k (k = 0..7), land at odd q.
+LONG = [(q, 0, C if q % 2 == 0 else (Y, O, R, G, B, Y, O)[q // 2]) for q in range(15)]
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_house_supply_is_33_with_two_players_and_31_otherwise(players):
+    # six cities joined (6 x 5 = 30 house-points); a route joining two more cities brings 32
+    sticks = []
+    for land in (1, 3, 5, 7, 9):
+        sticks += [[0, land - 1, land], [0, land, land + 1]]
+    state = State.for_test(
+        players,
+        LONG,
+        blocks=[0 if t[2] == C else 3 for t in LONG],
+        sticks=sticks,
+        hands=[hand(Y=2, O=2)] + [hand()] * (players - 1),
+        pawns=[0, 14, 12][:players],
+        phase="BUILD",
+    )
+    state.apply(0, lay(12, 13))
+    state.apply(0, lay(14, 13))
+    events = state.apply(0, BUILD)
+    assert events[0].body["route_built"]["house_points"] == 32
+    if players == 3:  # 31 house-points in the supply: exhausted, seat 0 wins at once
+        assert state.is_over() and state.end_reason == "HOUSES_EXHAUSTED" and state.winners() == [0]
+        return
+    # 33 with two players: one house-point left, the game goes on
+    assert not state.is_over() and state.active_seats() == [1]
+    assert state.view(1)["players"][0]["houses_left"] == 1
+    state.apply(1, {"move_pawn": {"tile": 13}})
+    state.apply(1, END)
+    state.apply(0, {"move_pawn": {"tile": 1}})
+    state.apply(0, lay(10, 11))
+    state.apply(0, lay(12, 11))
+    events = state.apply(0, BUILD)
+    assert state.is_over() and state.end_reason == "HOUSES_EXHAUSTED" and state.winners() == [0]
+    assert events[0].body["route_built"]["house_points"] == 8 * 7
+
+
+def test_legal_moves_are_steps_not_routes():
+    # BUILD lists single sticks (each accepted), undo and build when they apply, end_turn last
+    state = street(hands=[hand(Y=2, O=1, R=1, B=2), hand(), hand()])
+    moves = state.legal_moves(0)
+    assert moves[-1] == END and UNDO not in moves and BUILD not in moves
+    sticks = [m for m in moves[:-1]]
+    assert sticks and all(set(m) == {"lay_stick"} for m in sticks)
+    cities = len(state.cities)
+    assert len(sticks) <= 6 * cities
+    for m in sticks:
+        copy = State.from_dict(state.to_dict())
+        copy.apply(0, m)
+        assert len(copy.pending) == 1
+    state.apply(0, lay(A_, Y1))
+    state.apply(0, lay(B_, Y1))
+    moves = state.legal_moves(0)
+    assert moves[-3:] == [UNDO, BUILD, END]
+    # MOVE: one destination per direction at most
+    state = street(phase="MOVE", pawns=[Y1, D_, E_])
+    moves = state.legal_moves(0)
+    assert 0 < len(moves) <= 6 and all(set(m) == {"move_pawn"} for m in moves)
