@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from services.engine import Event, GameInfo, NotYourTurn
+from services.engine import Event, GameInfo, MoveError, NotYourTurn, RuleViolation
 from services.runtime import auth, keys
 from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from services.runtime.settings import ServiceSettings
@@ -40,6 +40,20 @@ log = structlog.get_logger("matches")
 
 def _unknown(match_id: str) -> NotFound:
     return NotFound(f"match_id: no match {match_id!r} (unknown or expired)")
+
+
+def _inactive_refusal(state: Any, seat: int, move: dict[str, Any]) -> RuleViolation:
+    """Why a seat with no decision now may not make this move: the engine's own rule when it
+    names one (a claim by a seat that did not win the trick), else ``not_your_turn``.
+
+    ``state`` is a throwaway copy: whatever the engine does to it is never stored."""
+    try:
+        state.apply(seat, move)
+    except RuleViolation as violation:
+        return violation
+    except MoveError:
+        pass
+    return NotYourTurn(seat)
 
 
 @dataclass(frozen=True)
@@ -240,7 +254,7 @@ class MatchService:
                 raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
             state = self.rules.State.from_dict(record.state)
             if seat not in state.active_seats():
-                raise NotYourTurn(seat)
+                raise _inactive_refusal(state, seat, move)
             events = state.apply(seat, move)
             if expected_version is not None and expected_version != record.version:
                 raise Aborted(

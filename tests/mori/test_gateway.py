@@ -58,7 +58,7 @@ async def test_illegal_plays_are_refused_with_the_rule_and_change_nothing(cluste
     # claiming a die before winning a trick: the seat to play, then a seat whose turn it is not
     claim = mori_pb2.Move(claim_die=mori_pb2.ClaimDie(die=0))
     await refused(client, started, 1, claim, "claim_after_trick")
-    await refused(client, started, 2, claim, "not_your_turn")
+    await refused(client, started, 2, claim, "claim_by_trick_winner")
     # finish the trick with legal plays; only its winner may claim, and must claim before leading
     for seat in (1, 2, 3):
         legal = await client.legal_moves(started.match_id, tokens[seat])
@@ -67,7 +67,7 @@ async def test_illegal_plays_are_refused_with_the_rule_and_change_nothing(cluste
     winner = won.winner
     for seat in range(4):
         if seat != winner:
-            await refused(client, started, seat, claim, "not_your_turn")
+            await refused(client, started, seat, claim, "claim_by_trick_winner")
     hand = (await client.view(started.match_id, tokens[winner])).hand
     await refused(client, started, winner, card_move(hand[0].id), "claim_die_first")
     response = await client.submit(started.match_id, tokens[winner], claim)
