@@ -40,7 +40,8 @@ from services.morisi.view import observe, stick_dict
 
 PHASES = ("PREDICT", "PLACE", "MOVE", "BUILD", "OVER")
 END_REASONS = ("NOT_ENDED", "BLOCKS_EXHAUSTED", "HOUSES_EXHAUSTED")
-StickContext = tuple[set[int], dict[tuple[int, int], list[int]], set[tuple[int, int]]]
+StickContext = tuple[set[int], dict[tuple[int, int], list[int]], set[tuple[int, int]], int]
+STICK_SUPPLY = 20  # sticks per player colour in the box
 MOVE_KINDS: dict[str, tuple[str, ...]] = {
     "predict": ("cities",),
     "place_pawn": ("tile",),
@@ -282,13 +283,14 @@ class State:
         for s, a, b, *_ in self.sticks:
             owners.setdefault((a, b), []).append(s)
         pending = {(min(a, b), max(a, b)) for a, b, _ in self.pending}
-        return self.own_tiles(seat), owners, pending
+        laid = sum(1 for s in self.sticks if s[0] == seat) + (len(self.pending) if seat == self.turn else 0)
+        return self.own_tiles(seat), owners, pending, laid
 
     def _stick_check(
         self, seat: int, anchor: int, paid: int, ctx: StickContext | None = None
     ) -> tuple[int, tuple[str, str] | None]:
         """(cost, None) if the stick may be laid now, else (0, (rule, message))."""
-        own, owners_by_pair, pending = ctx or self._stick_context(seat)
+        own, owners_by_pair, pending, laid = ctx or self._stick_context(seat)
         if paid not in self.adj[anchor]:
             return 0, ("stick_adjacent", "a stick joins the centres of two neighbouring tiles")
         if self.tiles[paid]["terrain"] == CITY:
@@ -306,6 +308,8 @@ class State:
             return 0, ("stick_duplicate", "you already have a stick between these two tiles")
         if owners and self.players == 2:
             return 0, ("stick_parallel", "with 2 players sticks may not be parallel to another stick")
+        if laid >= STICK_SUPPLY:
+            return 0, ("stick_supply", f"you have laid all your {STICK_SUPPLY} sticks")
         cost = len(owners) + 1
         have = self.hands[seat][COLORS.index(self.tiles[paid]["terrain"])]
         if have < cost:
@@ -396,7 +400,7 @@ class State:
         moves: list[JsonDict] = []
         ctx = self._stick_context(seat)
         hand = self.hands[seat]
-        for anchor in sorted(ctx[0] | set(self.cities)):
+        for anchor in sorted(ctx[0] | set(self.cities)) if ctx[3] < STICK_SUPPLY else []:
             for paid in self.adj[anchor]:
                 terrain = self.tiles[paid]["terrain"]
                 if terrain == CITY or hand[COLORS.index(terrain)] == 0:

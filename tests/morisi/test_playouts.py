@@ -198,6 +198,10 @@ def check_invariants(state: State) -> None:
         assert cost == len(laid[(a, b)])
     if state.players == 2:
         assert all(len(v) == 1 for v in laid.values())
+    # 20 sticks per player in the box
+    assert all(
+        sum(st[0] == s for st in state.sticks) + len(state.pending) <= 20 for s in range(state.players)
+    )
     # pawns on distinct tiles
     placed = [p for p in state.pawns if p >= 0]
     assert len(placed) == len(set(placed))

@@ -931,3 +931,42 @@ def test_legal_moves_are_steps_not_routes():
     state = street(phase="MOVE", pawns=[Y1, D_, E_])
     moves = state.legal_moves(0)
     assert 0 < len(moves) <= 6 and all(set(m) == {"move_pawn"} for m in moves)
+
+
+def twenty_stick_position(laid: int) -> State:
+    """Hexagon map, one city at the centre; seat 0 already has ``laid`` sticks between land tiles."""
+    cells = sorted(board.hexagon(3), key=lambda c: (c[1], c[0]))
+    tiles = [(q, r, C if (q, r) == (0, 0) else Y) for q, r in cells]
+    at = {c: i for i, c in enumerate(cells)}
+    land_pairs = [
+        (at[c], at[n])
+        for c in cells
+        for n in board.neighbours(c)
+        if n in at and c < n and (0, 0) not in (c, n)
+    ]
+    return (
+        State.for_test(
+            3,
+            tiles,
+            blocks=[0 if t[2] == C else 2 for t in tiles],
+            sticks=[[0, a, b] for a, b in land_pairs[:laid]],
+            hands=[hand(Y=5), hand(), hand()],
+            pawns=[at[(3, 0)], at[(-3, 0)], at[(0, 3)]],
+            phase="BUILD",
+        ),
+        at[(0, 0)],
+        [at[n] for n in board.neighbours((0, 0))],
+    )
+
+
+def test_a_player_has_twenty_sticks():
+    # the box holds 20 sticks per colour: the 21st stick of a player cannot be laid
+    state, city, around = twenty_stick_position(19)
+    state.apply(0, lay(city, around[0]))  # the 20th
+    assert not any("lay_stick" in m for m in state.legal_moves(0))
+    unchanged(state, 0, lay(city, around[1]), RuleViolation, "stick_supply")
+    state.apply(0, UNDO)  # taking a pending stick back returns it to the supply
+    assert lay(city, around[1]) in state.legal_moves(0)
+    state, city, around = twenty_stick_position(20)
+    unchanged(state, 0, lay(city, around[0]), RuleViolation, "stick_supply")
+    assert state.legal_moves(0) == [END]
