@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from typing import TYPE_CHECKING, Any
 
-from services.engine import Event, JsonDict, MalformedMove, NotYourTurn, RuleViolation
+from services.engine import Event, JsonDict, MalformedMove, NotYourTurn, RuleViolation, split_move
 from services.momiji.cards import (
     BAMBOO_BRIDGE,
     CARDS_PER_TYPE,
@@ -101,19 +101,8 @@ PHASE_WORDS = {
 
 def parse_move(s: State, move: Any) -> tuple[str, dict[str, Any]]:
     """(kind, fields) with enums turned into type indices / names; MalformedMove if not well formed."""
-    if not isinstance(move, dict) or len(move) != 1:
-        raise MalformedMove("move", "a move is an object with exactly one move kind")
-    ((kind, body),) = move.items()
-    if kind not in MOVE_FIELDS:
-        raise MalformedMove("move", f"unknown move kind {kind!r}")
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise MalformedMove(f"move.{kind}", "the move body must be an object")
+    kind, body = split_move(move, MOVE_FIELDS)
     spec = MOVE_FIELDS[kind]
-    for key in body:
-        if key not in spec:
-            raise MalformedMove(f"move.{kind}.{key}", f"{kind} has no field {key!r}")
     out: dict[str, Any] = {}
     for key, what in spec.items():
         where = f"move.{kind}.{key}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.engine import BadOptions, JsonDict, MalformedMove
+from services.engine import BadOptions, JsonDict, MalformedMove, split_move
 from services.more.cards import DECK_SIZE
 
 MAX_BID = 3
@@ -37,18 +37,7 @@ def check_options(options: JsonDict | None) -> JsonDict:
 
 def parse_move(move: Any) -> tuple[str, JsonDict]:
     """Shape check of a move dict; returns (kind, body with every field)."""
-    if not isinstance(move, dict) or len(move) != 1:
-        raise MalformedMove("move", f"a move has exactly one of: {', '.join(MOVE_FIELDS)}")
-    kind, body = next(iter(move.items()))
-    if kind not in MOVE_FIELDS:
-        raise MalformedMove("move", f"unknown move kind {kind!r}")
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise MalformedMove(f"move.{kind}", "must be a message")
-    for key in body:
-        if key not in MOVE_FIELDS[kind]:
-            raise MalformedMove(f"move.{kind}.{key}", "unknown field")
+    kind, body = split_move(move, MOVE_FIELDS)
     out: JsonDict = {}
     for key, default in MOVE_FIELDS[kind].items():
         value = body.get(key, default)

@@ -24,6 +24,7 @@ from services.engine import (
     OptionInfo,
     RuleViolation,
     rng,
+    split_move,
 )
 
 # --------------------------------------------------------------------------- constants
@@ -599,17 +600,8 @@ def parse_options(options: JsonDict | None, players: int) -> JsonDict:
 
 def parse_move(move: Any) -> tuple[str, int]:
     """(kind, id) of a well-formed move dict; MalformedMove otherwise."""
-    if not isinstance(move, dict) or len(move) != 1:
-        raise MalformedMove("move", "a move is exactly one of play_card, play_die or claim_die")
-    ((kind, body),) = move.items()
-    if kind not in MOVE_FIELDS:
-        raise MalformedMove("move", f"unknown move kind {kind!r}: use play_card, play_die or claim_die")
+    kind, body = split_move(move, {k: (field,) for k, field in MOVE_FIELDS.items()})
     name = MOVE_FIELDS[kind]
-    if not isinstance(body, dict):
-        raise MalformedMove(f"move.{kind}", f"{kind} must be an object with field {name!r}")
-    for key in body:
-        if key != name:
-            raise MalformedMove(f"move.{kind}.{key}", f"{kind} has no field {key!r}")
     value = body.get(name, 0)
     limit = CARD_COUNT if name == "card" else DICE_COUNT
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < limit:
