@@ -41,6 +41,8 @@ def plan_route(state: State, seat: int, rnd: random.Random) -> list[tuple[int, i
     found = []
 
     def cost_ok(sticks: list[tuple[int, int]]) -> bool:
+        if sum(st[0] == seat for st in state.sticks) + len(sticks) > 20:  # 20 sticks per player
+            return False
         need = [0] * 5
         for anchor, paid in sticks:
             pair = (min(anchor, paid), max(anchor, paid))
