@@ -39,7 +39,7 @@ lint: install
 	$(BIN)/buf lint
 
 typecheck: install
-	$(BIN)/mypy services gateway
+	$(BIN)/mypy services gateway clients deploy
 
 bench: install
 	$(BIN)/python -m clients.bench $(BENCH_ARGS)

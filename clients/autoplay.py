@@ -15,7 +15,7 @@ import time
 import grpc
 from tqdm import tqdm
 
-from clients.bot import play_match
+from clients.bot import parse_options, play_match
 from clients.game_client import GameClient
 from services.catalog import GAME_PACKAGES, rules_module
 
@@ -30,11 +30,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--target", default="127.0.0.1:50051", help="gateway address")
     parser.add_argument("--concurrency", type=int, default=4, help="matches played at once")
     parser.add_argument("--seed", type=int, default=1, help="first match seed; match i uses seed + i")
+    parser.add_argument("--option", action="append", default=[], help="match option name=value (repeatable)")
     return parser.parse_args(argv)
 
 
 async def autoplay(args: argparse.Namespace) -> int:
     info = rules_module(args.game).GAME
+    options = parse_options(args.option)
     counts = [args.players] if args.players else list(range(info.min_players, info.max_players + 1))
     wins: collections.Counter[int] = collections.Counter()
     moves = errors = 0
@@ -49,7 +51,11 @@ async def autoplay(args: argparse.Namespace) -> int:
             async with gate:
                 try:
                     played = await play_match(
-                        client, counts[i % len(counts)], seed=args.seed + i, rng=random.Random(i)
+                        client,
+                        counts[i % len(counts)],
+                        seed=args.seed + i,
+                        rng=random.Random(i),
+                        options=options,
                     )
                 except grpc.aio.AioRpcError as error:
                     errors += 1

@@ -20,11 +20,12 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import redis.asyncio as aioredis
 
-from clients.bot import play_match
+from clients.bot import parse_options, play_match
 from clients.echo import METHOD
 from clients.game_client import GameClient
 from deploy.launcher import running_system
@@ -47,7 +48,9 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
 
 
-async def game_load(target: str, game: str, concurrency: int, duration_s: float) -> tuple[Load, float]:
+async def game_load(
+    target: str, game: str, concurrency: int, duration_s: float, options: dict[str, Any]
+) -> tuple[Load, float]:
     info = rules_module(game).GAME
     load = Load()
     until = time.monotonic() + duration_s
@@ -57,7 +60,9 @@ async def game_load(target: str, game: str, concurrency: int, duration_s: float)
         while time.monotonic() < until:
             players = rng.randint(info.min_players, info.max_players)
             try:
-                played = await play_match(client, players, seed=rng.randrange(2**32), rng=rng, until=until)
+                played = await play_match(
+                    client, players, seed=rng.randrange(2**32), rng=rng, until=until, options=options
+                )
             except grpc.aio.AioRpcError as error:
                 load.errors += 1
                 print(f"  {game}: {error.code().name}: {error.details()}", file=sys.stderr)
@@ -124,7 +129,8 @@ async def bench(args: argparse.Namespace, target: str, redis_url: str, echo_addr
     )
     print(header + f" {'errors':>6} {'KiB/match':>9} {'moves/s ÷ echo/s':>17}")
     for game in args.games:
-        load, elapsed = await game_load(target, game, args.concurrency, args.duration)
+        options = parse_options([o.split(":", 1)[1] for o in args.option if o.startswith(f"{game}:")])
+        load, elapsed = await game_load(target, game, args.concurrency, args.duration, options)
         rate = load.moves / elapsed
         memory = await memory_per_match(redis_url, load.matches)
         p50, p99 = (percentile(load.latencies_s, f) * 1000 for f in (0.5, 0.99))
@@ -148,6 +154,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=16, help="matches played at once")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds of load per game")
     parser.add_argument("--replicas", type=int, default=2, help="service processes per game")
+    parser.add_argument(
+        "--option", action="append", default=[], help="match option game:name=value, e.g. more:max_rounds=1"
+    )
     args = parser.parse_args()
     args.games = [g for g in args.games.split(",") if g]
     unknown = set(args.games) - set(GAME_PACKAGES)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from mogames.common.v1 import common_pb2
 
@@ -34,11 +35,12 @@ async def play_match(
     seed: int | None = None,
     rng: random.Random | None = None,
     until: float | None = None,
+    options: dict[str, Any] | None = None,
 ) -> PlayedMatch:
     """Create a match, seat ``players`` bots, and play random legal moves until it ends
     (or, with ``until``, a ``time.monotonic()`` deadline, until then)."""
     rng = rng or random.Random(seed)
-    match = await client.create(players, seed=seed)
+    match = await client.create(players, seed=seed, options=options)
     tokens = {}
     for n in range(players):
         joined = await client.join(match.match_id, f"bot-{n}")
@@ -67,3 +69,20 @@ async def play_match(
     final = await client.match(match.match_id)
     played.scores, played.winners = list(final.scores), list(final.winners)
     return played
+
+
+def parse_options(pairs: list[str]) -> dict[str, Any]:
+    """``["max_rounds=2", "bid_for_solo=true"]`` -> ``{"max_rounds": 2, "bid_for_solo": True}``."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep or not name:
+            raise ValueError(f"an option is name=value, not {pair!r}")
+        lowered = text.lower()
+        if lowered in ("true", "false"):
+            options[name] = lowered == "true"
+        elif text.lstrip("-").isdigit():
+            options[name] = int(text)
+        else:
+            options[name] = text
+    return options

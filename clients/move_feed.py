@@ -47,7 +47,7 @@ async def consume(
     await ensure_group(client, game, group)
     stream = keys.game_moves(game)
     while True:
-        reply = await client.xreadgroup(group, consumer, {stream: ">"}, count=batch, block=block_ms)
+        reply: Any = await client.xreadgroup(group, consumer, {stream: ">"}, count=batch, block=block_ms)
         for _stream, entries in reply or []:
             for entry_id, fields in entries:
                 text = {k.decode(): v.decode() for k, v in fields.items()}

@@ -109,3 +109,22 @@ async def test_random_matches_through_the_gateway(cluster, game):
         facts = await client.match(played.match_id)
         assert facts.status == 3 and facts.version == played.moves  # FINISHED
         assert list(facts.winners) == played.winners and played.winners
+
+
+def test_bot_options_parse_to_typed_values():
+    from clients.bot import parse_options
+
+    assert parse_options(["max_rounds=2", "bid_for_solo=TRUE", "layout=hexagon", "first_player=-1"]) == {
+        "max_rounds": 2,
+        "bid_for_solo": True,
+        "layout": "hexagon",
+        "first_player": -1,
+    }
+    with pytest.raises(ValueError):
+        parse_options(["max_rounds"])
+
+
+async def test_bot_passes_match_options_through_the_gateway(cluster):
+    client = cluster.client("more")
+    played = await play_match(client, 3, seed=5, options={"max_rounds": 1})
+    assert played.finished and (await client.match(played.match_id)).status == 3
