@@ -14,8 +14,8 @@ from services.engine import BadOptions, rng
 Cell = tuple[int, int]
 
 DIRECTIONS: tuple[Cell, ...] = ((1, 0), (1, -1), (0, -1), (-1, 0), (-1, 1), (0, 1))
-COLORS: tuple[str, ...] = ("YELLOW", "ORANGE", "RED", "GREEN", "BLUE")
-CITY = "CITY"
+COLORS: tuple[str, ...] = ("TERRAIN_YELLOW", "TERRAIN_ORANGE", "TERRAIN_RED", "TERRAIN_GREEN", "TERRAIN_BLUE")
+CITY = "TERRAIN_CITY"
 TERRAINS: tuple[str, ...] = (CITY, *COLORS)
 BLOCKS_PER_COLOR = 14
 PRESETS: tuple[str, ...] = ("hexagon", "rows", "lakes")

@@ -38,8 +38,8 @@ from services.morisi.view import observe, stick_dict
 
 # ---------------------------------------------------------------- constants
 
-PHASES = ("PREDICT", "PLACE", "MOVE", "BUILD", "OVER")
-END_REASONS = ("NOT_ENDED", "BLOCKS_EXHAUSTED", "HOUSES_EXHAUSTED")
+PHASES = ("PHASE_PREDICT", "PHASE_PLACE", "PHASE_MOVE", "PHASE_BUILD", "PHASE_OVER")
+END_REASONS = ("END_REASON_UNSPECIFIED", "END_REASON_BLOCKS_EXHAUSTED", "END_REASON_HOUSES_EXHAUSTED")
 StickContext = tuple[set[int], dict[tuple[int, int], list[int]], set[tuple[int, int]], int]
 STICK_SUPPLY = 20  # sticks per player colour in the box
 MOVE_KINDS: dict[str, tuple[str, ...]] = {
@@ -138,11 +138,11 @@ class State:
                 "sticks": [],
                 "pending": [],
                 "predictions": [[] for _ in range(players)],
-                "phase": "PREDICT" if opts["prediction"] else "PLACE",
+                "phase": "PHASE_PREDICT" if opts["prediction"] else "PHASE_PLACE",
                 "turn": start,
                 "start": start,
                 "turn_no": 0,
-                "end_reason": "NOT_ENDED",
+                "end_reason": "END_REASON_UNSPECIFIED",
                 "house_winner": -1,
             }
         )
@@ -177,11 +177,11 @@ class State:
             "sticks": [],
             "pending": [],
             "predictions": [[] for _ in range(players)],
-            "phase": "MOVE",
+            "phase": "PHASE_MOVE",
             "turn": 0,
             "start": 0,
             "turn_no": 0,
-            "end_reason": "NOT_ENDED",
+            "end_reason": "END_REASON_UNSPECIFIED",
             "house_winner": -1,
         }
         if "sticks" in fields:
@@ -245,14 +245,14 @@ class State:
         return COLORS.index(self.tiles[i]["terrain"])
 
     def active_seats(self) -> list[int]:
-        if self.phase == "OVER":
+        if self.phase == "PHASE_OVER":
             return []
-        if self.phase == "PREDICT":
+        if self.phase == "PHASE_PREDICT":
             return [s for s in range(self.players) if len(self.predictions[s]) < PREDICTION_SIZE]
         return [self.turn]
 
     def is_over(self) -> bool:
-        return self.phase == "OVER"
+        return self.phase == "PHASE_OVER"
 
     def destinations(self, seat: int) -> list[tuple[int, list[int]]]:
         """(destination, jumped tiles) for every legal pawn move of ``seat``."""
@@ -389,13 +389,13 @@ class State:
     def legal_moves(self, seat: int) -> list[JsonDict]:
         if seat not in self.active_seats():
             return []
-        if self.phase == "PREDICT":
+        if self.phase == "PHASE_PREDICT":
             chosen = self.predictions[seat]
             return [{"predict": {"cities": [c]}} for c in self.cities if c not in chosen]
-        if self.phase == "PLACE":
+        if self.phase == "PHASE_PLACE":
             taken = set(self.pawns)
             return [{"place_pawn": {"tile": t}} for t in range(len(self.tiles)) if t not in taken]
-        if self.phase == "MOVE":
+        if self.phase == "PHASE_MOVE":
             return [{"move_pawn": {"tile": t}} for t, _ in self.destinations(seat)]
         moves: list[JsonDict] = []
         ctx = self._stick_context(seat)
@@ -445,25 +445,25 @@ class State:
 
     def apply(self, seat: int, move: JsonDict) -> list[Event]:
         kind, body = self._parse(move)
-        if self.phase == "OVER":
+        if self.phase == "PHASE_OVER":
             raise RuleViolation("game_over", "the game is over")
         if seat not in self.active_seats():
             raise NotYourTurn(seat)
         wanted = {
-            "predict": ("PREDICT",),
-            "place_pawn": ("PLACE",),
-            "move_pawn": ("MOVE",),
-            "lay_stick": ("BUILD",),
-            "undo_stick": ("BUILD",),
-            "build_route": ("BUILD",),
-            "end_turn": ("BUILD",),
+            "predict": ("PHASE_PREDICT",),
+            "place_pawn": ("PHASE_PLACE",),
+            "move_pawn": ("PHASE_MOVE",),
+            "lay_stick": ("PHASE_BUILD",),
+            "undo_stick": ("PHASE_BUILD",),
+            "build_route": ("PHASE_BUILD",),
+            "end_turn": ("PHASE_BUILD",),
         }[kind]
         if self.phase not in wanted:
             step = {
-                "PREDICT": "seal a prediction",
-                "PLACE": "place your pawn",
-                "MOVE": "move your pawn first",
-                "BUILD": "lay sticks, build the route or end the turn",
+                "PHASE_PREDICT": "seal a prediction",
+                "PHASE_PLACE": "place your pawn",
+                "PHASE_MOVE": "move your pawn first",
+                "PHASE_BUILD": "lay sticks, build the route or end the turn",
             }[self.phase]
             raise RuleViolation("phase", f"{kind} is not possible now: {step}")
         return getattr(self, f"_do_{kind}")(seat, **body)
@@ -484,7 +484,7 @@ class State:
             Event({"prediction_sealed": {"seat": seat, "count": len(mine), "complete": done}}),
         ]
         if not self.active_seats():
-            self.phase = "PLACE"
+            self.phase = "PHASE_PLACE"
             self.turn = self.start
         return events
 
@@ -507,7 +507,7 @@ class State:
         self.turn_no += 1
         self.turn = nxt
         if self._colour_exhausted():
-            return events + self._finish("BLOCKS_EXHAUSTED")
+            return events + self._finish("END_REASON_BLOCKS_EXHAUSTED")
         return events
 
     def _do_move_pawn(self, seat: int, tile: int) -> list[Event]:
@@ -521,7 +521,7 @@ class State:
         here = self.pawns[seat]
         self.pawns[seat] = tile
         took = self._take_block(seat, tile)
-        self.phase = "BUILD"
+        self.phase = "PHASE_BUILD"
         return [
             Event(
                 {
@@ -580,7 +580,7 @@ class State:
         events = [Event({"route_built": body})]
         if placed >= supply:
             self.house_winner = seat
-            return events + self._finish("HOUSES_EXHAUSTED")
+            return events + self._finish("END_REASON_HOUSES_EXHAUSTED")
         return events + self._end_turn(seat, discarded=0)
 
     def _do_end_turn(self, seat: int) -> list[Event]:
@@ -603,23 +603,23 @@ class State:
         events = [Event({"turn_ended": {"seat": seat, "discarded": discarded, "next_seat": nxt}})]
         self.turn_no += 1
         if self._colour_exhausted():
-            return events + self._finish("BLOCKS_EXHAUSTED")
+            return events + self._finish("END_REASON_BLOCKS_EXHAUSTED")
         return events + self._next_turn(nxt)
 
     def _next_turn(self, seat: int, placement: bool = False) -> list[Event]:
         if placement:
             self.turn_no += 1
             if self._colour_exhausted():
-                return self._finish("BLOCKS_EXHAUSTED")
+                return self._finish("END_REASON_BLOCKS_EXHAUSTED")
         self.turn = seat
-        self.phase = "MOVE"
+        self.phase = "PHASE_MOVE"
         if not self.destinations(seat):
-            self.phase = "BUILD"
+            self.phase = "PHASE_BUILD"
             return [Event({"pawn_blocked": {"seat": seat, "tile": self.pawns[seat]}})]
         return []
 
     def _finish(self, reason: str) -> list[Event]:
-        self.phase = "OVER"
+        self.phase = "PHASE_OVER"
         self.end_reason = reason
         body = {
             "reason": reason,
@@ -641,7 +641,7 @@ class State:
         scores = board_scores(points, totals, top_count(self.players))
         rows = []
         for s in range(self.players):
-            if self.phase == "OVER" and self.options["prediction"]:
+            if self.phase == "PHASE_OVER" and self.options["prediction"]:
                 scores[s] += prediction_points(self.predictions[s], totals)
             rows.append(
                 {
@@ -657,9 +657,9 @@ class State:
         return [row["score"] for row in self.standings()]
 
     def winners(self) -> list[int]:
-        if self.phase != "OVER":
+        if self.phase != "PHASE_OVER":
             return []
-        if self.end_reason == "HOUSES_EXHAUSTED":
+        if self.end_reason == "END_REASON_HOUSES_EXHAUSTED":
             return [self.house_winner]
         return tiebreak_winners(
             [(r["score"], r["cities"], r["sticks"], r["house_points"]) for r in self.standings()]

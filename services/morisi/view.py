@@ -27,7 +27,7 @@ def observe(state: State, seat: int | None) -> dict[str, Any]:
     totals = state.city_totals(points)
     standings = state.standings(points)
     supply = house_supply(state.players)
-    over = state.phase == "OVER"
+    over = state.phase == "PHASE_OVER"
     players = []
     for s in range(state.players):
         players.append(

@@ -56,7 +56,7 @@ def plan_route(state: State, seat: int, rnd: random.Random) -> list[tuple[int, i
         for nxt in state.adj[last]:
             if nxt in path:
                 continue
-            if state.tiles[nxt]["terrain"] == "CITY":
+            if state.tiles[nxt]["terrain"] == "TERRAIN_CITY":
                 if len(path) < 2 or (comp.get(path[0]) is not None and comp.get(path[0]) == comp.get(nxt)):
                     continue
                 sticks = [(path[i], path[i + 1]) for i in range(len(path) - 1)] + [(nxt, last)]
@@ -102,7 +102,7 @@ class Player:
 
     def choose(self, state: State, seat: int, moves: list[dict]) -> dict:
         rnd = self.rnd
-        if state.phase != "BUILD":
+        if state.phase != "PHASE_BUILD":
             return rnd.choice(moves)
         if self.planned_turn != state.turn_no:
             self.planned_turn = state.turn_no
@@ -151,7 +151,7 @@ def recount_points(state: State, seat: int) -> dict[int, int]:
                     comp.add(n)
                     todo.append(n)
         seen |= comp
-        cities = [t for t in comp if state.tiles[t]["terrain"] == "CITY"]
+        cities = [t for t in comp if state.tiles[t]["terrain"] == "TERRAIN_CITY"]
         if len(cities) > 1:
             out.update({c: len(cities) - 1 for c in cities})
     return out
@@ -194,7 +194,7 @@ def check_invariants(state: State) -> None:
     laid: dict[tuple[int, int], list[int]] = {}
     for seat, a, b, paid, cost in state.sticks:
         assert a < b and b in state.adj[a] and paid in (a, b)
-        assert state.tiles[paid]["terrain"] != "CITY"
+        assert state.tiles[paid]["terrain"] != "TERRAIN_CITY"
         assert seat not in laid.get((a, b), [])
         laid.setdefault((a, b), []).append(seat)
         assert cost == len(laid[(a, b)])
@@ -212,7 +212,7 @@ def check_invariants(state: State) -> None:
     for s in range(state.players):
         points = recount_points(state, s)
         assert state.house_points(s) == points
-        if not (state.end_reason == "HOUSES_EXHAUSTED" and state.winners() == [s]):
+        if not (state.end_reason == "END_REASON_HOUSES_EXHAUSTED" and state.winners() == [s]):
             assert sum(points.values()) < supply
     assert state.scores() == recount_scores(state)
     # round trip
@@ -277,8 +277,13 @@ def try_illegal(state: State, seat: int, moves: list[dict], rnd: random.Random) 
     n = len(state.tiles)
     attempts.append((seat, {"move_pawn": {"tile": n + 3}}, MalformedMove))
     attempts.append((seat, {"jump": {}}, MalformedMove))
-    kinds = {"PREDICT": "predict", "PLACE": "place_pawn", "MOVE": "move_pawn", "BUILD": "lay_stick"}
-    if state.phase == "BUILD":
+    kinds = {
+        "PHASE_PREDICT": "predict",
+        "PHASE_PLACE": "place_pawn",
+        "PHASE_MOVE": "move_pawn",
+        "PHASE_BUILD": "lay_stick",
+    }
+    if state.phase == "PHASE_BUILD":
         attempts.append((seat, {"move_pawn": {"tile": 0}}, RuleViolation))
         a = rnd.randrange(n)
         cand = {"lay_stick": {"anchor": a, "paid": rnd.randrange(n)}}
@@ -286,7 +291,7 @@ def try_illegal(state: State, seat: int, moves: list[dict], rnd: random.Random) 
             attempts.append((seat, cand, RuleViolation))
         if not state.pending or {"build_route": {}} not in moves:
             attempts.append((seat, {"build_route": {}}, RuleViolation))
-    elif state.phase in ("MOVE", "PLACE"):
+    elif state.phase in ("PHASE_MOVE", "PHASE_PLACE"):
         attempts.append((seat, {"end_turn": {}}, RuleViolation))
         kind = kinds[state.phase]
         cand = {kind: {"tile": rnd.randrange(n)}}
@@ -351,7 +356,7 @@ def play(players: int, seed: int, options: dict, checks: bool = True, heavy: boo
 
 @pytest.mark.parametrize("players", [2, 3, 4])
 def test_playouts_finish_with_everything_accounted_for(players):
-    ends = {"BLOCKS_EXHAUSTED": 0, "HOUSES_EXHAUSTED": 0}
+    ends = {"END_REASON_BLOCKS_EXHAUSTED": 0, "END_REASON_HOUSES_EXHAUSTED": 0}
     for p, seed, options in configs():
         if p != players:
             continue
@@ -364,7 +369,7 @@ def test_playouts_finish_with_everything_accounted_for(players):
         # winners
         winners = state.winners()
         assert winners
-        if state.end_reason == "HOUSES_EXHAUSTED":
+        if state.end_reason == "END_REASON_HOUSES_EXHAUSTED":
             assert len(winners) == 1
             assert sum(state.house_points(winners[0]).values()) >= house_supply(players)
         else:
@@ -385,7 +390,7 @@ def test_playouts_finish_with_everything_accounted_for(players):
         with pytest.raises(RuleViolation):
             state.apply(0, {"end_turn": {}})
     # the builder-minded random players reach both endings at every player count
-    assert ends["BLOCKS_EXHAUSTED"] > 0 and ends["HOUSES_EXHAUSTED"] > 0
+    assert ends["END_REASON_BLOCKS_EXHAUSTED"] > 0 and ends["END_REASON_HOUSES_EXHAUSTED"] > 0
 
 
 def test_same_seed_and_moves_give_the_same_match():

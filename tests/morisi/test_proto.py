@@ -62,11 +62,11 @@ def test_moves_events_views_round_trip():
 
 
 def test_rare_events_round_trip():
-    line = [(q, 0, "YELLOW" if q % 2 else "ORANGE") for q in range(3)]
-    blocked = State.for_test(3, line, blocks=[1, 1, 1], pawns=[0, 1, 2], phase="BUILD", turn=2)
+    line = [(q, 0, "TERRAIN_YELLOW" if q % 2 else "TERRAIN_ORANGE") for q in range(3)]
+    blocked = State.for_test(3, line, blocks=[1, 1, 1], pawns=[0, 1, 2], phase="PHASE_BUILD", turn=2)
     events = [e.body for e in blocked.apply(2, {"end_turn": {}})]
     assert "pawn_blocked" in events[-1]
-    street = State.for_test(3, STREET, blocks=[0] * len(STREET), pawns=[11, 7, 8], phase="BUILD")
+    street = State.for_test(3, STREET, blocks=[0] * len(STREET), pawns=[11, 7, 8], phase="PHASE_BUILD")
     street.hands[0] = hand(Y=2)
     street.apply(0, lay(0, 1))
     street.apply(0, lay(2, 1))

@@ -17,7 +17,14 @@ from services.morisi.scoring import (
     tiebreak_winners,
 )
 
-Y, O, R, G, B, C = "YELLOW", "ORANGE", "RED", "GREEN", "BLUE", "CITY"  # noqa: E741
+Y, O, R, G, B, C = (  # noqa: E741
+    "TERRAIN_YELLOW",
+    "TERRAIN_ORANGE",
+    "TERRAIN_RED",
+    "TERRAIN_GREEN",
+    "TERRAIN_BLUE",
+    "TERRAIN_CITY",
+)
 
 # The "street": a row of tiles with a few below it.
 #   index: 0 A(city) 1 Y 2 B(city) 3 O 4 R 5 C(city) 6 G 7 D(city) 8 E(city)   (row r=0, q=0..8)
@@ -45,7 +52,7 @@ STREET_BLOCKS = [0 if t[2] == C else 1 for t in STREET]
 
 def street(players: int = 3, **fields) -> State:
     fields.setdefault("blocks", list(STREET_BLOCKS))
-    fields.setdefault("phase", "BUILD")
+    fields.setdefault("phase", "PHASE_BUILD")
     fields.setdefault("pawns", [Y11, D_, E_, G6][:players])
     return State.for_test(players, STREET, **fields)
 
@@ -266,7 +273,7 @@ def test_blocks_per_player_count(players, unmarked, circled, per_color):
 def test_pawn_placement_in_turn_order_from_the_starting_seat():
     state = State.new(3, 11, {})
     start = state.start
-    assert state.phase == "PLACE" and state.active_seats() == [start]
+    assert state.phase == "PHASE_PLACE" and state.active_seats() == [start]
     land = next(i for i, t in enumerate(state.tiles) if t["terrain"] != C)
     city = state.cities[0]
     events = state.apply(start, {"place_pawn": {"tile": land}})
@@ -280,7 +287,7 @@ def test_pawn_placement_in_turn_order_from_the_starting_seat():
     assert sum(state.hands[second]) == 0  # nothing on a city
     third = (start + 2) % 3
     state.apply(third, state.legal_moves(third)[0])
-    assert state.phase == "MOVE" and state.active_seats() == [start]
+    assert state.phase == "PHASE_MOVE" and state.active_seats() == [start]
 
 
 def test_starting_seat_is_drawn_from_the_seed():
@@ -290,28 +297,28 @@ def test_starting_seat_is_drawn_from_the_seed():
         state = State.new(4, seed, {})
         assert state.active_seats() == [state.start] == [state.turn]
         order = []
-        while state.phase == "PLACE":
+        while state.phase == "PHASE_PLACE":
             (seat,) = state.active_seats()
             order.append(seat)
             state.apply(seat, state.legal_moves(seat)[0])
         assert order == [(state.start + i) % 4 for i in range(4)]
-        assert state.phase == "MOVE" and state.active_seats() == [state.start]
+        assert state.phase == "PHASE_MOVE" and state.active_seats() == [state.start]
 
 
 LINE = [(q, 0, Y if q % 2 else O) for q in range(6)]  # 0..5 along one straight line
 
 
 def test_pawn_moves_to_a_neighbour_and_must_move():
-    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[2, 5], phase="MOVE")
+    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[2, 5], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 1}}, {"move_pawn": {"tile": 3}}]
     unchanged(state, 0, {"move_pawn": {"tile": 2}}, RuleViolation, "pawn_move")  # staying
     unchanged(state, 0, {"move_pawn": {"tile": 0}}, RuleViolation, "pawn_move")  # too far
     state.apply(0, {"move_pawn": {"tile": 3}})
-    assert state.pawns[0] == 3 and state.phase == "BUILD"
+    assert state.pawns[0] == 3 and state.phase == "PHASE_BUILD"
 
 
 def test_pawn_jumps_over_one_pawn():
-    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[0, 1], phase="MOVE")
+    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[0, 1], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 2}}]
     events = state.apply(0, {"move_pawn": {"tile": 2}})
     assert events[0].body["pawn_moved"] == {
@@ -324,7 +331,7 @@ def test_pawn_jumps_over_one_pawn():
 
 
 def test_pawn_jumps_over_two_pawns_in_a_straight_line():
-    state = State.for_test(3, LINE, blocks=[1] * 6, pawns=[0, 1, 2], phase="MOVE")
+    state = State.for_test(3, LINE, blocks=[1] * 6, pawns=[0, 1, 2], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 3}}]
     events = state.apply(0, {"move_pawn": {"tile": 3}})
     assert events[0].body["pawn_moved"]["jumped"] == [1, 2]
@@ -332,39 +339,39 @@ def test_pawn_jumps_over_two_pawns_in_a_straight_line():
 
 def test_jump_off_the_board_or_into_a_hole_is_no_move():
     # a pawn at 4, the mover at 5 facing the edge: west jumps over 4 to 3
-    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[5, 4], phase="MOVE")
+    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[5, 4], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 3}}]
     # the mover at 4 with a pawn at 5: east would leave the board after 5
-    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[4, 5], phase="MOVE")
+    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[4, 5], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 3}}]
     unchanged(state, 0, {"move_pawn": {"tile": 5}}, RuleViolation, "pawn_move")
     # an empty space stops a jump: tiles 0, 1, 3 (no 2)
     holed = [LINE[0], LINE[1], LINE[3]]
-    state = State.for_test(2, holed, blocks=[1, 1, 1], pawns=[0, 1], phase="MOVE")
+    state = State.for_test(2, holed, blocks=[1, 1, 1], pawns=[0, 1], phase="PHASE_MOVE")
     assert state.destinations(0) == []
 
 
 def test_blocked_pawn_skips_the_move_and_may_still_build():
     three = LINE[:3]
-    state = State.for_test(3, three, blocks=[1, 1, 1], pawns=[0, 1, 2], phase="BUILD", turn=2)
+    state = State.for_test(3, three, blocks=[1, 1, 1], pawns=[0, 1, 2], phase="PHASE_BUILD", turn=2)
     events = state.apply(2, END)
     assert [next(iter(e.body)) for e in events] == ["turn_ended", "pawn_blocked"]
     assert events[1].body == {"pawn_blocked": {"seat": 0, "tile": 0}}
-    assert state.phase == "BUILD" and state.active_seats() == [0]
+    assert state.phase == "PHASE_BUILD" and state.active_seats() == [0]
     assert END in state.legal_moves(0)
     unchanged(state, 0, {"move_pawn": {"tile": 1}}, RuleViolation, "phase")
 
 
 def test_block_pickup_on_land_only_while_blocks_remain():
     tiles = [(0, 0, C), (1, 0, Y), (2, 0, O), (3, 0, R)]
-    state = State.for_test(2, tiles, blocks=[0, 2, 0, 1], pawns=[1, 3], phase="MOVE")
+    state = State.for_test(2, tiles, blocks=[0, 2, 0, 1], pawns=[1, 3], phase="PHASE_MOVE")
     state.apply(0, {"move_pawn": {"tile": 0}})  # city: nothing
     assert state.hands[0] == hand()
-    state = State.for_test(2, tiles, blocks=[0, 2, 0, 1], pawns=[0, 3], phase="MOVE")
+    state = State.for_test(2, tiles, blocks=[0, 2, 0, 1], pawns=[0, 3], phase="PHASE_MOVE")
     events = state.apply(0, {"move_pawn": {"tile": 1}})
     assert state.hands[0] == hand(Y=1) and state.blocks[1] == 1
     assert events[0].body["pawn_moved"]["took_block"] is True
-    state = State.for_test(2, tiles, blocks=[0, 2, 0, 1], pawns=[1, 3], phase="MOVE")
+    state = State.for_test(2, tiles, blocks=[0, 2, 0, 1], pawns=[1, 3], phase="PHASE_MOVE")
     events = state.apply(0, {"move_pawn": {"tile": 2}})  # orange tile is empty
     assert state.hands[0] == hand() and events[0].body["pawn_moved"]["took_block"] is False
 
@@ -489,7 +496,7 @@ def test_route_city_to_city_gives_a_house_in_each():
     assert state.house_points(0) == {A_: 1, B_: 1}
     assert state.sticks == [[0, A_, Y1, Y1, 1], [0, Y1, B_, Y1, 1]]
     # building ends the turn: one route per turn
-    assert state.phase == "MOVE" and state.active_seats() == [1]
+    assert state.phase == "PHASE_MOVE" and state.active_seats() == [1]
 
 
 def test_route_must_be_connected_but_sticks_go_down_in_any_order():
@@ -591,17 +598,17 @@ def test_exhausting_the_house_supply_wins_at_once():
         sticks=sticks,
         hands=[hand(Y=2), hand(), hand()],
         pawns=[1, 3, 5],
-        phase="BUILD",
+        phase="PHASE_BUILD",
     )
     assert sum(state.house_points(0).values()) == 30
     assert state.view(0)["players"][0]["houses_left"] == 1
     state.apply(0, lay(10, 11))
     state.apply(0, lay(12, 11))
     events = state.apply(0, BUILD)
-    assert state.is_over() and state.end_reason == "HOUSES_EXHAUSTED"
+    assert state.is_over() and state.end_reason == "END_REASON_HOUSES_EXHAUSTED"
     assert state.winners() == [0]
     assert events[-1].body["game_over"]["winners"] == [0]
-    assert events[-1].body["game_over"]["reason"] == "HOUSES_EXHAUSTED"
+    assert events[-1].body["game_over"]["reason"] == "END_REASON_HOUSES_EXHAUSTED"
     assert state.view(1)["players"][0]["houses_left"] == 0
     assert state.active_seats() == [] and state.legal_moves(0) == []
     unchanged(state, 0, END, RuleViolation, "game_over")
@@ -613,14 +620,14 @@ def test_exhausting_the_house_supply_wins_at_once():
 def test_taking_the_last_block_of_a_colour_ends_after_the_turn_and_builder_still_builds():
     blocks = list(STREET_BLOCKS)
     blocks[Y11] = 0  # the only yellow left is on Y1
-    state = street(blocks=blocks, pawns=[A_, C_, D_], phase="MOVE", hands=[hand(Y=1), hand(), hand()])
+    state = street(blocks=blocks, pawns=[A_, C_, D_], phase="PHASE_MOVE", hands=[hand(Y=1), hand(), hand()])
     state.apply(0, {"move_pawn": {"tile": Y1}})
-    assert not state.is_over() and state.phase == "BUILD" and state.hands[0] == hand(Y=2)
+    assert not state.is_over() and state.phase == "PHASE_BUILD" and state.hands[0] == hand(Y=2)
     assert state.blocks[Y1] == 0
     state.apply(0, lay(A_, Y1))
     snapshot = State.from_dict(state.to_dict())
     events = state.apply(0, END)
-    assert state.is_over() and state.end_reason == "BLOCKS_EXHAUSTED"
+    assert state.is_over() and state.end_reason == "END_REASON_BLOCKS_EXHAUSTED"
     assert [next(iter(e.body)) for e in events] == ["turn_ended", "game_over"]
     # building the route in that turn is allowed too
     snapshot.apply(0, lay(B_, Y1))
@@ -677,7 +684,7 @@ def test_tiebreak_chain():
     assert tiebreak_winners([(10, 3, 6, 5), (10, 3, 6, 5), (1, 1, 1, 1)]) == [0, 1]  # then shared
     # on the board: same score and cities, seat 1 laid more sticks
     sticks = [[0, A_, Y1], [0, Y1, B_], [1, C_, G6], [1, G6, D_], [1, B_, BL10], [1, Y1, BL10]]
-    state = street(3, sticks=sticks, phase="OVER", end_reason="BLOCKS_EXHAUSTED")
+    state = street(3, sticks=sticks, phase="PHASE_OVER", end_reason="END_REASON_BLOCKS_EXHAUSTED")
     assert state.scores()[0] == state.scores()[1]
     assert state.winners() == [1]
 
@@ -688,7 +695,7 @@ def test_tiebreak_chain():
 def test_prediction_variant_seals_three_cities_secretly():
     state = State.new(3, 5, {"prediction": True})
     assert state.start == 1  # placement afterwards starts with the drawn seat, not seat 0
-    assert state.phase == "PREDICT" and state.active_seats() == [0, 1, 2]
+    assert state.phase == "PHASE_PREDICT" and state.active_seats() == [0, 1, 2]
     assert state.legal_moves(1) == [{"predict": {"cities": [c]}} for c in state.cities]
     c = state.cities
     events = state.apply(1, {"predict": {"cities": [c[0]]}})
@@ -709,7 +716,7 @@ def test_prediction_variant_seals_three_cities_secretly():
     assert state.view(0)["players"][1]["predicted"] == 3
     state.apply(0, {"predict": {"cities": c[3:6]}})
     state.apply(2, {"predict": {"cities": c[6:9]}})
-    assert state.phase == "PLACE" and state.active_seats() == [state.start]
+    assert state.phase == "PHASE_PLACE" and state.active_seats() == [state.start]
 
 
 def test_prediction_points():
@@ -730,7 +737,7 @@ def test_predictions_revealed_and_scored_at_the_end():
         sticks=sticks,
         predictions=[[A_, B_, C_], [D_, E_, A_], [A_, B_, D_]],
         blocks=[0] * len(STREET),
-        phase="BUILD",
+        phase="PHASE_BUILD",
     )
     # A, B, C hold 2 each and share ranks 1-3: every one of them is at a right rank
     before = state.scores()
@@ -757,7 +764,7 @@ def test_view_shows_own_blocks_by_colour_and_only_totals_of_others():
     assert spectator["my_blocks"] == []
     assert [p["block_count"] for p in v0["players"]] == [3, 4, 0]
     for v in (v0, v1, spectator):
-        assert len(v["tiles"]) == len(STREET) and v["phase"] == "BUILD"
+        assert len(v["tiles"]) == len(STREET) and v["phase"] == "PHASE_BUILD"
         text = json.dumps(v)
         assert "seed" not in text and "hands" not in text
 
@@ -824,7 +831,10 @@ def test_custom_layout_tile_set_error_names_a_tile():
     extra["terrain"] = C
     with pytest.raises(BadOptions) as info:
         State.new(3, 1, {"layout": "custom", "custom_tiles": wrong})
-    assert info.value.rule == "layout.tile_set" and "9 CITY tiles; this layout has 10" in info.value.message
+    assert (
+        info.value.rule == "layout.tile_set"
+        and "9 TERRAIN_CITY tiles; this layout has 10" in info.value.message
+    )
     named = [t for t in wrong if f"tile ({t['q']}, {t['r']})" in info.value.message]
     assert len(named) == 1 and named[0]["terrain"] == C  # one of the ten cities: any of them is one too many
 
@@ -888,14 +898,16 @@ def test_house_supply_is_33_with_two_players_and_31_otherwise(players):
         sticks=sticks,
         hands=[hand(Y=2, O=2)] + [hand()] * (players - 1),
         pawns=[0, 14, 12][:players],
-        phase="BUILD",
+        phase="PHASE_BUILD",
     )
     state.apply(0, lay(12, 13))
     state.apply(0, lay(14, 13))
     events = state.apply(0, BUILD)
     assert events[0].body["route_built"]["house_points"] == 32
     if players == 3:  # 31 house-points in the supply: exhausted, seat 0 wins at once
-        assert state.is_over() and state.end_reason == "HOUSES_EXHAUSTED" and state.winners() == [0]
+        assert (
+            state.is_over() and state.end_reason == "END_REASON_HOUSES_EXHAUSTED" and state.winners() == [0]
+        )
         return
     # 33 with two players: one house-point left, the game goes on
     assert not state.is_over() and state.active_seats() == [1]
@@ -906,7 +918,7 @@ def test_house_supply_is_33_with_two_players_and_31_otherwise(players):
     state.apply(0, lay(10, 11))
     state.apply(0, lay(12, 11))
     events = state.apply(0, BUILD)
-    assert state.is_over() and state.end_reason == "HOUSES_EXHAUSTED" and state.winners() == [0]
+    assert state.is_over() and state.end_reason == "END_REASON_HOUSES_EXHAUSTED" and state.winners() == [0]
     assert events[0].body["route_built"]["house_points"] == 8 * 7
 
 
@@ -928,7 +940,7 @@ def test_legal_moves_are_steps_not_routes():
     moves = state.legal_moves(0)
     assert moves[-3:] == [UNDO, BUILD, END]
     # MOVE: one destination per direction at most
-    state = street(phase="MOVE", pawns=[Y1, D_, E_])
+    state = street(phase="PHASE_MOVE", pawns=[Y1, D_, E_])
     moves = state.legal_moves(0)
     assert 0 < len(moves) <= 6 and all(set(m) == {"move_pawn"} for m in moves)
 
@@ -952,7 +964,7 @@ def twenty_stick_position(laid: int) -> State:
             sticks=[[0, a, b] for a, b in land_pairs[:laid]],
             hands=[hand(Y=5), hand(), hand()],
             pawns=[at[(3, 0)], at[(-3, 0)], at[(0, 3)]],
-            phase="BUILD",
+            phase="PHASE_BUILD",
         ),
         at[(0, 0)],
         [at[n] for n in board.neighbours((0, 0))],
