@@ -23,6 +23,7 @@ from services.engine import (
     OptionInfo,
     RuleViolation,
     rng,
+    split_move,
 )
 from services.morisi import board
 from services.morisi.board import BLOCKS_PER_COLOR, CITY, COLORS, DIRECTIONS, is_int, normalize_options
@@ -415,18 +416,7 @@ class State:
         return moves
 
     def _parse(self, move: JsonDict) -> tuple[str, JsonDict]:
-        if not isinstance(move, dict) or len(move) != 1:
-            raise MalformedMove("move", "a move is one of: " + ", ".join(MOVE_KINDS))
-        kind, body = next(iter(move.items()))
-        if kind not in MOVE_KINDS:
-            raise MalformedMove("move", f"unknown move kind {kind!r}")
-        if body is None:
-            body = {}
-        if not isinstance(body, dict):
-            raise MalformedMove(f"move.{kind}", "the move body must be an object")
-        for key in body:
-            if key not in MOVE_KINDS[kind]:
-                raise MalformedMove(f"move.{kind}.{key}", f"{kind} has no field {key!r}")
+        kind, body = split_move(move, MOVE_KINDS)
         n = len(self.tiles)
         out: JsonDict = {}
         for key in MOVE_KINDS[kind]:
