@@ -148,12 +148,12 @@ def legal_moves(s: State, seat: int) -> list[JsonDict]:
     if phase == COLLECT:
         return _collect_moves(s)
     if phase == PLAYING:
-        moves = [
+        places: list[JsonDict] = [
             {"place_card": {"card": c}}
             for c in unique_faces(hand)
             if s.play_problem(c) is None and s.can_place(seat, c, s.bamboo)
         ]
-        return [*moves, {"finish_play": {}}]
+        return [*places, {"finish_play": {}}]
     if phase == TEMPLE:
         return [
             {"temple_bell_choose": {"keep": keep, "back_on_top": list(order)}}
@@ -176,7 +176,7 @@ def legal_moves(s: State, seat: int) -> list[JsonDict]:
             ]
     if not s.discard_used:
         faces = unique_faces(hand)
-        twins = {}  # face representative -> the next copy of the same face in hand
+        twins: dict[int, int] = {}  # face representative -> the next copy of the same face in hand
         for c in sorted(hand):
             rep = next(r for r in faces if face(r) == face(c))
             if c != rep:

@@ -329,7 +329,9 @@ class State:
         return {
             "phase": self.phase,
             "turn_seat": self.turn,
-            "hand": [card_dict(c) for c in sorted(self.hands[seat], key=sort_key)] if own else [],
+            "hand": [card_dict(c) for c in sorted(self.hands[seat], key=sort_key)]
+            if seat is not None and own
+            else [],
             "players": [self._area(s) for s in range(self.players)],
             "display": [card_dict(c) for c in self.display],
             "goals": [
