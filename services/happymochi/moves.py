@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.engine import MalformedMove
+from services.engine import MalformedMove, split_move
 
 DECK = "DRAW_SOURCE_DECK"
 LEFT = "DRAW_SOURCE_LEFT"
@@ -26,19 +26,8 @@ ENUM_ZERO = {"source": "DRAW_SOURCE_UNSPECIFIED"}
 
 def parse_move(move: Any) -> tuple[str, dict[str, Any]]:
     """Check a move's shape; returns (kind, handler keyword arguments). Raises MalformedMove."""
-    if not isinstance(move, dict) or len(move) != 1:
-        raise MalformedMove("move", "a move is an object with exactly one move kind")
-    ((kind, body),) = move.items()
-    if kind not in MOVE_FIELDS:
-        raise MalformedMove("move", f"unknown move kind {kind!r}; expected one of {sorted(MOVE_FIELDS)}")
-    if body is None:
-        body = {}
-    if not isinstance(body, dict):
-        raise MalformedMove(f"move.{kind}", "the move kind's value must be an object")
+    kind, body = split_move(move, MOVE_FIELDS)
     spec = MOVE_FIELDS[kind]
-    unknown = set(body) - set(spec)
-    if unknown:
-        raise MalformedMove(f"move.{kind}.{sorted(unknown)[0]}", "unknown field")
     out: dict[str, Any] = {}
     for name, typ in spec.items():
         field = f"move.{kind}.{name}"

@@ -301,7 +301,7 @@ class State:
         if seat not in self.active_seats():
             return []
         if self.phase == PHASE_TURN:
-            moves = [{"draw": {"source": s}} for s in self.available_sources()]
+            moves: list[JsonDict] = [{"draw": {"source": s}} for s in self.available_sources()]
             moves += [{"play_duo": {"position": i}} for i in self.legal_duos(seat)]
             return moves or [{"pass_turn": {}}]
         if self.phase == PHASE_PLACE:
