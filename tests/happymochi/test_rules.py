@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from services.engine import BadOptions, MalformedMove, MoveError, NotYourTurn, RuleViolation
+from services.engine import BadOptions, MalformedMove, NotYourTurn, RuleViolation
 from services.happymochi import rules
 from services.happymochi.rules import GAME, State
+from tests.engine_checks import refused
 
 R, OR, Y, G, B, U, K = range(7)  # red, orange, yellow, green, blue, purple, pink
 
@@ -40,17 +41,6 @@ PASS = {"pass_turn": {}}
 
 def bodies(events, kind):
     return [e.body[kind] for e in events if kind in e.body]
-
-
-def refused(state: State, seat: int, move: dict, exc: type[MoveError], rule: str | None = None) -> MoveError:
-    """Assert the move is refused with ``exc`` (and ``rule``) and leaves the state unchanged."""
-    before = state.to_dict()
-    with pytest.raises(exc) as info:
-        state.apply(seat, move)
-    assert state.to_dict() == before
-    if rule is not None:
-        assert info.value.rule == rule
-    return info.value
 
 
 # ---------------------------------------------------------------- setup and options

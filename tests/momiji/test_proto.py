@@ -4,23 +4,16 @@ from __future__ import annotations
 
 import random
 
-from google.protobuf import json_format
 from mogames.momiji.v1 import momiji_pb2
 
 from services.momiji.cards import POWERS
 from services.momiji.moves import MOVE_FIELDS
 from services.momiji.rules import GAME, State
+from tests.engine_checks import round_trip as roundtrip
 from tests.momiji.test_playouts import options_of, pick, players_of, with_stacks_started
 
 POWER_KINDS = {"use_power", "stone_lantern", "koi_pond", "moss_garden", "pagoda"}
 PLATFORM_FIELDS = {"version", "seat", "active_seats"}  # filled by the platform, not the engine
-
-
-def roundtrip(d: dict, message) -> dict:
-    msg = json_format.ParseDict(d, message)
-    return json_format.MessageToDict(
-        msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-    )
 
 
 def check_move(move: dict) -> None:

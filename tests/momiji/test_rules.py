@@ -7,9 +7,10 @@ from collections import Counter
 
 import pytest
 
-from services.engine import BadOptions, MalformedMove, MoveError, NotYourTurn, RuleViolation
+from services.engine import BadOptions, MalformedMove, NotYourTurn, RuleViolation
 from services.momiji.cards import COPY_LEFT, COPY_RIGHT, COPY_VALUE, GOAL_NAMES, POWERS
 from services.momiji.rules import GAME, State
+from tests.engine_checks import refused
 
 MAPLE, GINKGO, CHERRY, OAK, BIRCH, BEECH = range(6)
 LEAF = [
@@ -44,16 +45,6 @@ def stacks(players: int, **by_seat) -> list[list[list[int]]]:
         for t, cards in spec.items():
             out[int(key[1:])][t] = list(cards)
     return out
-
-
-def refused(s: State, seat: int, move: dict, exc: type[MoveError], rule: str | None = None) -> MoveError:
-    before = s.to_dict()
-    with pytest.raises(exc) as info:
-        s.apply(seat, move)
-    assert s.to_dict() == before, "a refused move changed the state"
-    if rule is not None:
-        assert info.value.rule == rule
-    return info.value
 
 
 def kinds(events) -> list[str]:

@@ -8,16 +8,10 @@ from google.protobuf import json_format
 from mogames.more.v1 import more_pb2
 
 from services.more.rules import GAME, State
+from tests.engine_checks import round_trip
 from tests.more.test_playouts import choose
 
 PLATFORM_VIEW_FIELDS = {"version", "seat", "active_seats"}
-
-
-def round_trip(d: dict, message) -> dict:
-    msg = json_format.ParseDict(d, message)
-    return json_format.MessageToDict(
-        msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-    )
 
 
 def check_move(move: dict) -> None:

@@ -9,15 +9,9 @@ from google.protobuf import json_format
 from mogames.mori.v1 import mori_pb2
 
 from services.mori.rules import GAME, State
+from tests.engine_checks import round_trip
 
 PLATFORM_VIEW_FIELDS = ("version", "seat", "active_seats")
-
-
-def round_trip(d: dict, message) -> dict:
-    msg = json_format.ParseDict(d, message)
-    return json_format.MessageToDict(
-        msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-    )
 
 
 def check_view(view: dict) -> None:

@@ -9,6 +9,7 @@ import pytest
 from services.engine import BadOptions, MalformedMove, NotYourTurn, RuleViolation
 from services.mori import rules
 from services.mori.rules import GAME, State
+from tests.engine_checks import refused
 
 SP, SU, AU, WI, X = 0, 1, 2, 3, 4
 
@@ -79,15 +80,6 @@ def play_die(state: State, seat: int, die: int):
 
 def claim(state: State, seat: int, die: int):
     return state.apply(seat, {"claim_die": {"die": die}})
-
-
-def refused(state: State, seat: int, move: dict, exc: type, rule: str | None = None) -> None:
-    before = state.to_dict()
-    with pytest.raises(exc) as info:
-        state.apply(seat, move)
-    if rule is not None:
-        assert info.value.rule == rule
-    assert state.to_dict() == before
 
 
 def bodies(events, kind: str) -> list[dict]:

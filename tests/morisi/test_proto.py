@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import random
 
-from google.protobuf import json_format
 from mogames.morisi.v1 import morisi_pb2
 
 from services.morisi.rules import GAME, State
+from tests.engine_checks import round_trip
 from tests.morisi.test_playouts import Player
 from tests.morisi.test_rules import STREET, hand, lay
-
-
-def round_trip(d: dict, message) -> dict:
-    msg = json_format.ParseDict(d, message())
-    return json_format.MessageToDict(
-        msg, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-    )
 
 
 def collect(players: int, seed: int, options: dict) -> tuple[list, list, list]:
@@ -44,15 +37,15 @@ def test_moves_events_views_round_trip():
     for players, seed, options in ((2, 1, {}), (3, 2, {"prediction": True}), (4, 3, {"allow_holes": True})):
         moves, events, views = collect(players, seed, options)
         for m in moves:
-            assert round_trip(m, morisi_pb2.Move) == m
+            assert round_trip(m, morisi_pb2.Move()) == m
             kinds_seen.add(next(iter(m)))
         for e in events:
             full = {"version": "0", **e}  # the platform fills the version
-            assert round_trip(full, morisi_pb2.MatchEvent) == full
+            assert round_trip(full, morisi_pb2.MatchEvent()) == full
             kinds_seen.add(next(iter(e)))
         for v in views:
             full = {"version": "0", "seat": 0, "active_seats": [], **v}
-            assert round_trip(full, morisi_pb2.View) == full
+            assert round_trip(full, morisi_pb2.View()) == full
     for kind in ("predict", "place_pawn", "move_pawn", "lay_stick", "undo_stick", "build_route", "end_turn"):
         assert kind in kinds_seen
     for kind in ("prediction_sealed", "prediction_recorded", "pawn_placed", "pawn_moved", "stick_laid"):
@@ -74,7 +67,7 @@ def test_rare_events_round_trip():
     assert "game_over" in events[-1]
     for e in events:
         full = {"version": "0", **e}
-        assert round_trip(full, morisi_pb2.MatchEvent) == full
+        assert round_trip(full, morisi_pb2.MatchEvent()) == full
 
 
 def test_options_round_trip_and_defaults_match_the_proto():
@@ -84,9 +77,9 @@ def test_options_round_trip_and_defaults_match_the_proto():
         {"layout": "random", "custom_tiles": [], "allow_holes": False, "prediction": False},
         {"layout": "custom", "custom_tiles": tiles, "allow_holes": True, "prediction": True},
     ):
-        assert round_trip(options, morisi_pb2.MorisiOptions) == options
+        assert round_trip(options, morisi_pb2.MorisiOptions()) == options
         State.new(3, 1, options)
     # the proto's empty form (layout "") is accepted and means the random layout
-    empty = round_trip({}, morisi_pb2.MorisiOptions)
+    empty = round_trip({}, morisi_pb2.MorisiOptions())
     assert State.new(3, 1, empty).options["layout"] == "random"
     assert [o.name for o in GAME.options] == list(morisi_pb2.MorisiOptions.DESCRIPTOR.fields_by_name)

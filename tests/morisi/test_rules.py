@@ -16,6 +16,7 @@ from services.morisi.scoring import (
     scoring_cities,
     tiebreak_winners,
 )
+from tests.engine_checks import refused as unchanged
 
 Y, O, R, G, B, C = (  # noqa: E741
     "TERRAIN_YELLOW",
@@ -59,15 +60,6 @@ def street(players: int = 3, **fields) -> State:
 
 def hand(**colors: int) -> list[int]:
     return [colors.get(c, 0) for c in ("Y", "O", "R", "G", "B")]
-
-
-def unchanged(state: State, seat: int, move: dict, exc: type, rule: str | None = None) -> None:
-    before = state.to_dict()
-    with pytest.raises(exc) as info:
-        state.apply(seat, move)
-    assert state.to_dict() == before
-    if rule is not None:
-        assert info.value.rule == rule
 
 
 def lay(anchor: int, paid: int) -> dict:
