@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from clients.bot import play_match
+from tests.conftest import REPLICAS
 from tests.helpers import active_seat_move, events_before, start_match
 
 GAME = "happy_mochi"
@@ -55,10 +56,27 @@ async def test_resume_from_last_version_misses_nothing_and_repeats_nothing(clust
 
 
 async def test_watch_of_a_finished_match_replays_to_the_end_and_closes(cluster):
-    client = cluster.client(GAME)
-    played = await play_match(client, 2, seed=5)
+    client = cluster.client("mori")  # short matches
+    played = await play_match(client, 3, seed=5)
     events = [e async for e in client.watch(played.match_id, None, 0)]
     assert events[-1].WhichOneof("event") == "match_ended"
     assert list(events[-1].match_ended.winners) == played.winners
     assert [e.version for e in events] == sorted(e.version for e in events)
     assert events[-1].version == played.moves
+
+
+async def test_many_watchers_share_one_redis_reader_and_all_see_each_move(cluster, redis_client):
+    replica_a, replica_b = cluster.replica_client(GAME, 0), cluster.replica_client(GAME, 1)
+    started = await start_match(replica_a, 2, seed=19)
+    streams = [replica_b.watch(started.match_id, started.tokens[n % 2], 0) for n in range(40)]
+    firsts = [asyncio.create_task(anext(aiter(s))) for s in streams]
+    await asyncio.sleep(1.0)  # every watcher has replayed its (empty) history and is waiting
+    blocked = (await redis_client.info("clients"))["blocked_clients"]
+    version = await play_moves(replica_a, started, 1)
+    received = await asyncio.wait_for(asyncio.gather(*firsts), timeout=20)
+    for stream in streams:
+        stream.cancel()
+    assert all(event.version == version == 1 for event in received)
+    # Forty waiting watchers, and no more than one Redis client blocked reading per replica
+    # (one replica may still serve a watch an earlier test left behind).
+    assert blocked <= REPLICAS

@@ -7,10 +7,11 @@ knows about protobuf or gRPC: the servicer translates, ``errors`` maps.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -22,6 +23,7 @@ from services.runtime import auth, keys
 from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
 from services.runtime.settings import ServiceSettings
 from services.runtime.store import MatchRecord, MatchStore, StoredEvent
+from services.runtime.watch_hub import WatchHub
 
 WAITING = "WAITING_FOR_PLAYERS"
 IN_PROGRESS = "IN_PROGRESS"
@@ -33,7 +35,8 @@ MAX_REQUEST_ID = 128
 # Commit attempts when other writers keep winning the race and the client set no
 # expected_version; past this the client gets ABORTED and may retry.
 MAX_COMMIT_ATTEMPTS = 20
-WATCH_BLOCK_MS = 5_000
+# A quiet watch checks this often whether its match is still going.
+WATCH_IDLE_S = 5.0
 
 log = structlog.get_logger("matches")
 
@@ -92,6 +95,7 @@ class MatchService:
         self.store = store
         self.settings = settings
         self.clock = clock
+        self.hub = WatchHub(store.redis)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -323,20 +327,21 @@ class MatchService:
 
     # -- watching --------------------------------------------------------------------
 
-    async def watch(self, match_id: str, token: str | None, after_version: int) -> AsyncIterator[StoredEvent]:
+    async def watch(
+        self, match_id: str, token: str | None, after_version: int
+    ) -> AsyncGenerator[StoredEvent, None]:
         """Events after ``after_version`` in order, then live ones, until the match ends."""
         seat = None if token is None else self._seat(token, match_id)
         await self._load(match_id)
-        last_id = f"{after_version}-18446744073709551615"
-        while True:
-            batch = await self.store.events_after(match_id, last_id, WATCH_BLOCK_MS)
-            for event in batch:
-                last_id = event.stream_id
+        after_id = f"{after_version}-18446744073709551615"
+        async with contextlib.aclosing(self.hub.events(match_id, after_id, WATCH_IDLE_S)) as events:
+            async for event in events:
+                if event is None:
+                    record = await self.store.load(match_id)
+                    if record is None or self._status(record) not in (WAITING, IN_PROGRESS):
+                        return  # expired, or over with nothing left to send
+                    continue
                 if event.visible_to(seat):
                     yield event
                 if "match_ended" in event.body:
                     return
-            if not batch:
-                record = await self.store.load(match_id)
-                if record is None or self._status(record) not in (WAITING, IN_PROGRESS):
-                    return  # expired, or over with nothing left to send

@@ -6,7 +6,8 @@ binds these methods by name. Errors are mapped to status codes by the intercepto
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import grpc
@@ -48,6 +49,28 @@ class GameServicer:
     def __init__(self, service: MatchService, codec: Codec) -> None:
         self.service = service
         self.codec = codec
+        self._closing: set[asyncio.Future[None]] = set()
+
+    def _end_with_call(self, context: grpc.aio.ServicerContext, events: AsyncGenerator[Any, None]) -> None:
+        """End ``events`` (and so its watch subscription) when the call ends, however it ends.
+
+        When a client goes away, the call's task may be waiting for the next event (cancel
+        it) or the generator may be parked at a yield that is never resumed (close it)."""
+        handler = asyncio.current_task()
+
+        def close(_: object = None) -> None:
+            closing = asyncio.ensure_future(events.aclose())
+            self._closing.add(closing)  # the loop keeps only a weak reference to a task
+            closing.add_done_callback(self._closing.discard)
+
+        def on_call_done(_: object) -> None:
+            if handler is None or handler.done():
+                close()
+            else:
+                handler.add_done_callback(close)
+                handler.cancel()
+
+        context.add_done_callback(on_call_done)
 
     def add_to_server(self, server: grpc.aio.Server) -> None:
         getattr(self.codec.pb2_grpc, f"add_{self.codec.game.service}Servicer_to_server")(self, server)
@@ -101,5 +124,7 @@ class GameServicer:
         self, request: common_pb2.WatchMatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[Message]:
         _bind(match_id=request.match_id)
-        async for event in self.service.watch(request.match_id, _token(context), request.after_version):
+        events = self.service.watch(request.match_id, _token(context), request.after_version)
+        self._end_with_call(context, events)
+        async for event in events:
             yield self.codec.event(event)

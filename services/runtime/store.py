@@ -166,14 +166,5 @@ class MatchStore:
         )
         return [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
 
-    async def events_after(self, match_id: str, after_id: str, block_ms: int | None) -> list[StoredEvent]:
-        """Events with an id greater than ``after_id``; waits up to ``block_ms`` when none."""
-        reply: Any = await self.redis.xread({keys.events(match_id): after_id}, count=500, block=block_ms)
-        if not reply:
-            return []
-        # RESP3 replies are a dict keyed by stream; RESP2 a list of [stream, entries].
-        entries = next(iter(reply.values()))[0] if isinstance(reply, dict) else reply[0][1]
-        return [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
-
     async def publish_game_move(self, game: str, fields: dict[Any, Any], maxlen: int) -> None:
         await self.redis.xadd(keys.game_moves(game), fields, maxlen=maxlen, approximate=True)
