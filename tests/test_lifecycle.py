@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from services.catalog import rules_module
-from services.runtime.errors import FailedPrecondition
+from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.matches import ABANDONED, IN_PROGRESS, MatchService
 from services.runtime.server import redis_client
 from services.runtime.store import MatchStore
@@ -51,3 +51,36 @@ async def test_deadline_passes_through_the_gateway_to_a_waiting_watch(cluster):
         async for _ in stream:
             pass
     assert failed.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+async def test_a_lost_redis_is_unavailable_not_internal():
+    from clients.game_client import GameClient
+    from deploy.redis_server import running_redis
+    from services.runtime.server import build
+
+    with running_redis() as url:
+        server, _checker, client, port = await build(service_settings("happy_mochi", url))
+        await server.start()
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        game = GameClient(channel, "happy_mochi")
+        match = await game.create(2, seed=1)
+    # The Redis server is gone now.
+    with pytest.raises(grpc.aio.AioRpcError) as failed:
+        await game.match(match.match_id)
+    assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
+    assert "retry" in failed.value.details()
+    await channel.close()
+    await server.stop(None)
+    await client.aclose()
+
+
+async def test_client_seeds_can_be_refused(redis_url):
+    settings = dataclasses.replace(service_settings("mori", redis_url), allow_client_seed=False)
+    client = redis_client(redis_url)
+    service = MatchService(rules_module("mori"), MatchStore(client), settings)
+    with pytest.raises(InvalidArgument) as refused:
+        await service.create_match(3, 42, {"first_player": 0})
+    assert refused.value.field == "seed"
+    facts = await service.create_match(3, None, {"first_player": 0})
+    assert facts.status == "WAITING_FOR_PLAYERS"
+    await client.aclose()

@@ -11,6 +11,8 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from services.engine import BadOptions, MalformedMove, MoveError, RuleViolation
 
@@ -58,6 +60,11 @@ class PermissionDenied(ServiceError):
     reason = "permission_denied"
 
 
+class Unavailable(ServiceError):
+    code = grpc.StatusCode.UNAVAILABLE
+    reason = "store_unavailable"
+
+
 def to_service_error(error: Exception) -> ServiceError | None:
     """The client-facing form of a known error; None for a bug (INTERNAL)."""
     if isinstance(error, ServiceError):
@@ -68,6 +75,10 @@ def to_service_error(error: Exception) -> ServiceError | None:
         return FailedPrecondition(str(error), reason=error.rule)
     if isinstance(error, MoveError):
         return InvalidArgument(str(error), field=error.rule)
+    if isinstance(error, (RedisConnectionError, RedisTimeoutError)):
+        # A commit is one script, applied whole or not at all: retrying the same request_id is
+        # safe whichever happened.
+        return Unavailable("match store unavailable, retry with the same request_id")
     return None
 
 

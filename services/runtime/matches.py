@@ -170,6 +170,10 @@ class MatchService:
 
     async def create_match(self, players: int, seed: int | None, options: dict[str, Any]) -> MatchFacts:
         self.game.check_players(players)
+        if seed is not None and not self.settings.allow_client_seed:
+            raise InvalidArgument(
+                "seed: this server chooses every match's seed; leave it unset", field="seed"
+            )
         seed = secrets.randbits(63) if seed is None else seed
         state = self.rules.State.new(players, seed, options)
         now = self.clock()

@@ -24,6 +24,15 @@ def _int(name: str, default: int, minimum: int = 0) -> int:
     return value
 
 
+def _bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw == "":
+        return default
+    if raw not in ("true", "false", "1", "0"):
+        raise SettingsError(f"{name} must be true or false, got {raw!r}")
+    return raw in ("true", "1")
+
+
 def _str(name: str, default: str | None = None) -> str:
     value = os.environ.get(name) or default
     if value is None:
@@ -69,6 +78,9 @@ class ServiceSettings:
     game_stream_maxlen: int
     shutdown_grace_s: int
     log_level: str
+    # A client-chosen seed lets the match creator know every deal: fine for tests, replays
+    # and tournaments with public seeds; switch it off where that is cheating.
+    allow_client_seed: bool = True
 
     @classmethod
     def from_env(cls, game: str | None = None) -> ServiceSettings:
@@ -90,6 +102,7 @@ class ServiceSettings:
             game_stream_maxlen=_int("MOGAMES_GAME_STREAM_MAXLEN", 100_000, minimum=1),
             shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
             log_level=_log_level(),
+            allow_client_seed=_bool("MOGAMES_ALLOW_CLIENT_SEED", True),
         )
 
 
