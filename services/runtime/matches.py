@@ -45,6 +45,11 @@ def _unknown(match_id: str) -> NotFound:
     return NotFound(f"match_id: no match {match_id!r} (unknown or expired)")
 
 
+def _active_seats(state: Any, status: str) -> list[int]:
+    """Seats with a decision now: none unless the match is in progress."""
+    return list(state.active_seats()) if status == IN_PROGRESS else []
+
+
 def _inactive_refusal(state: Any, seat: int, move: dict[str, Any]) -> RuleViolation:
     """Why a seat with no decision now may not make this move: the engine's own rule when it
     names one (a claim by a seat that did not win the trick), else ``not_your_turn``.
@@ -137,7 +142,7 @@ class MatchService:
             seats=record.seats,
             scores=list(state.scores()),
             winners=list(state.winners()) if over else [],
-            active_seats=list(state.active_seats()) if status == IN_PROGRESS else [],
+            active_seats=_active_seats(state, status),
         )
 
     async def get_match(self, match_id: str) -> MatchFacts:
@@ -147,7 +152,7 @@ class MatchService:
         seat = self._seat(token, match_id)
         record = await self._load(match_id)
         state = self.rules.State.from_dict(record.state)
-        active = list(state.active_seats()) if self._status(record) == IN_PROGRESS else []
+        active = _active_seats(state, self._status(record))
         return state.view(seat), record.version, seat, active
 
     async def legal_moves(self, match_id: str, token: str | None) -> tuple[list[dict[str, Any]], int]:
@@ -281,7 +286,7 @@ class MatchService:
                 return MoveResult(
                     version=record.version,
                     events=[e for e in stored if e.visible_to(seat)],
-                    active_seats=self._active(record, state),
+                    active_seats=_active_seats(state, record.status),
                     status=record.status,
                 )
             if expected_version is not None:
@@ -304,18 +309,15 @@ class MatchService:
         record.event_seq = len(bodies)
         return [StoredEvent(record.version, i + 1, to, body) for i, (body, to) in enumerate(bodies)]
 
-    def _active(self, record: MatchRecord, state: Any) -> list[int]:
-        return list(state.active_seats()) if record.status == IN_PROGRESS else []
-
     async def _replay(self, record: MatchRecord, seat: int, answer: str) -> MoveResult:
         """The first answer to a retried request id: same version, same events."""
         version = int(json.loads(answer)["version"])
         events = await self.store.events_of_version(record.match_id, version)
         state = self.rules.State.from_dict(record.state)
         status = self._status(record)
-        active = list(state.active_seats()) if status == IN_PROGRESS else []
         log.info("move_replayed", version=version)
-        return MoveResult(version, [e for e in events if e.visible_to(seat)], active, status)
+        visible = [e for e in events if e.visible_to(seat)]
+        return MoveResult(version, visible, _active_seats(state, status), status)
 
     async def _publish(self, record: MatchRecord, seat: int, move: dict[str, Any]) -> None:
         # After the commit, outside the match's hash slot: this feed is for downstream
