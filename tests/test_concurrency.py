@@ -127,3 +127,21 @@ async def test_racing_joins_fill_each_seat_once(cluster):
     assert all(o.code() == grpc.StatusCode.FAILED_PRECONDITION for o in outcomes if isinstance(o, Exception))
     facts = await replicas[1].match(match.match_id)
     assert all(s.taken for s in facts.seats) and facts.status == 2
+
+
+async def test_one_request_id_racing_itself_across_replicas_commits_once(cluster, redis_client):
+    replicas = [cluster.replica_client(GAME, 0), cluster.replica_client(GAME, 1)]
+    started = await start_match(replicas[0], 2, seed=57)
+    seat, move, version = await active_seat_move(replicas[0], started)
+    request_id = uuid.uuid4().hex
+    answers = await asyncio.gather(
+        *(
+            replicas[n % 2].submit(started.match_id, started.tokens[seat], move, request_id=request_id)
+            for n in range(12)
+        )
+    )
+    assert {a.version for a in answers} == {version + 1}
+    assert all(list(a.events) == list(answers[0].events) for a in answers)
+    assert all(list(a.active_seats) == list(answers[0].active_seats) for a in answers)
+    events = await stored_events(redis_client, started.match_id)
+    assert max(e.version for e in events) == version + 1

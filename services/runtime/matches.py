@@ -280,7 +280,9 @@ class MatchService:
                 record, stored, self._ttl(record), request_key, answer, self.settings.finished_ttl_s
             )
             if result.outcome == "duplicate":
-                return await self._replay(record, seat, result.previous_answer)
+                # The same request won a race with itself: answer as the first one did, from
+                # the stored match (``record`` holds this attempt's uncommitted state).
+                return await self._replay(await self._load(match_id), seat, result.previous_answer)
             if result.outcome == "ok":
                 await self._publish(record, seat, move)
                 return MoveResult(
