@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import uuid
 from collections.abc import AsyncIterator
 from types import ModuleType
@@ -13,13 +12,12 @@ from google.protobuf import json_format
 from mogames.common.v1 import common_pb2
 
 from services.catalog import rules_module
+from services.runtime.codec import generated_modules
 
 
 def game_modules(game: str) -> tuple[ModuleType, ModuleType]:
     """The generated ``_pb2`` and ``_pb2_grpc`` modules of ``game`` (e.g. "happy_mochi")."""
-    package = rules_module(game).GAME.package
-    base = f"mogames.{package}.v1.{package}"
-    return importlib.import_module(f"{base}_pb2"), importlib.import_module(f"{base}_pb2_grpc")
+    return generated_modules(rules_module(game).GAME)
 
 
 def auth(token: str) -> tuple[tuple[str, str]]:

@@ -13,7 +13,7 @@ from gateway.lobby import LobbyServicer
 from gateway.proxy import GameProxy
 from services.catalog import rules_module
 from services.runtime import logs, serving
-from services.runtime.codec import Codec
+from services.runtime.codec import generated_modules
 from services.runtime.settings import GatewaySettings, SettingsError
 
 
@@ -29,7 +29,7 @@ async def build(
         pool = ReplicaPool(game.full_service, addresses)
         pools.append(pool)
         # Importing the game's generated code also registers its descriptors for reflection.
-        service = Codec(game).pb2.DESCRIPTOR.services_by_name[game.service]
+        service = generated_modules(game)[0].DESCRIPTOR.services_by_name[game.service]
         for method in service.methods:
             routes[f"/{service.full_name}/{method.name}"] = (pool, method.server_streaming)
     server = serving.new_server()

@@ -3,7 +3,6 @@ two service replicas plus a gateway, all real grpc.aio servers on loopback."""
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ import redis.asyncio as aioredis
 from clients.game_client import GameClient
 from deploy.redis_server import running_redis
 from gateway.server import build as build_gateway
-from services.catalog import GAME_PACKAGES
+from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime.server import build as build_service
 from services.runtime.settings import GatewaySettings, ServiceSettings
 
@@ -30,7 +29,7 @@ def available_games() -> list[str]:
     """
     wanted = [g for g in os.environ.get("MOGAMES_TEST_GAMES", "").split(",") if g] or list(GAME_PACKAGES)
     for game in wanted:
-        importlib.import_module(f"services.{GAME_PACKAGES[game]}.rules")
+        rules_module(game)
     return wanted
 
 

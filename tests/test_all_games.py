@@ -16,14 +16,9 @@ from google.protobuf import json_format
 from clients.bot import play_match
 from clients.game_client import game_modules
 from services.catalog import GAME_PACKAGES, rules_module
+from services.runtime.codec import to_dict
 
 GAMES = sorted(GAME_PACKAGES)
-
-
-def to_dict(message):
-    return json_format.MessageToDict(
-        message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
-    )
 
 
 def default_options(game: str) -> dict:

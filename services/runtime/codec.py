@@ -23,13 +23,16 @@ def to_dict(message: Message) -> dict[str, Any]:
     )
 
 
+def generated_modules(game: GameInfo) -> tuple[ModuleType, ModuleType]:
+    """The game's generated ``_pb2`` and ``_pb2_grpc`` modules (``make gen``)."""
+    base = f"mogames.{game.package}.v1.{game.package}"
+    return importlib.import_module(f"{base}_pb2"), importlib.import_module(f"{base}_pb2_grpc")
+
+
 class Codec:
     def __init__(self, game: GameInfo) -> None:
         self.game = game
-        self.pb2: ModuleType = importlib.import_module(f"mogames.{game.package}.v1.{game.package}_pb2")
-        self.pb2_grpc: ModuleType = importlib.import_module(
-            f"mogames.{game.package}.v1.{game.package}_pb2_grpc"
-        )
+        self.pb2, self.pb2_grpc = generated_modules(game)
 
     def options(self, request: Message) -> dict[str, Any]:
         return to_dict(request.options)  # type: ignore[attr-defined]
