@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -39,22 +38,14 @@ def _order(stream_id: str) -> tuple[int, int]:
     return int(version), int(seq)
 
 
-@dataclass(eq=False)
-class _Watcher:
-    queue: asyncio.Queue[StoredEvent] = field(default_factory=asyncio.Queue)
-
-
 class WatchHub:
     def __init__(self, client: aioredis.Redis) -> None:
         # The hub's blocking XREAD holds one connection of the pool at a time.
         self.redis = client
-        self._watchers: dict[str, set[_Watcher]] = {}
+        # Stream key -> the queue of each watcher of that stream.
+        self._watchers: dict[str, set[asyncio.Queue[StoredEvent]]] = {}
         self._cursors: dict[str, str] = {}
         self._task: asyncio.Task[None] | None = None
-
-    @property
-    def watched_streams(self) -> int:
-        return len(self._watchers)
 
     async def events(
         self, match_id: str, after_id: str, idle_s: float
@@ -62,7 +53,7 @@ class WatchHub:
         """Events of ``match_id`` after ``after_id``, in order, forever; ``None`` after
         ``idle_s`` seconds without one, so the caller can check whether to go on."""
         stream = keys.events(match_id)
-        watcher = _Watcher()
+        watcher: asyncio.Queue[StoredEvent] = asyncio.Queue()
         self._watchers.setdefault(stream, set()).add(watcher)
         self._cursors.setdefault(stream, after_id)
         self._start()
@@ -75,7 +66,7 @@ class WatchHub:
                 yield event
             while True:
                 try:
-                    event = await asyncio.wait_for(watcher.queue.get(), idle_s)
+                    event = await asyncio.wait_for(watcher.get(), idle_s)
                 except TimeoutError:
                     yield None
                     continue
@@ -115,4 +106,4 @@ class WatchHub:
                     if stream in self._cursors:
                         self._cursors[stream] = event.stream_id
                     for watcher in self._watchers.get(stream, ()):
-                        watcher.queue.put_nowait(event)
+                        watcher.put_nowait(event)
