@@ -95,6 +95,7 @@ async def test_processes_serve_health_reflection_logs_and_stop_gracefully(redis_
     committed = [line for line in lines if line["event"] == "move_committed"]
     assert len(committed) == played.moves
     assert {"rpc", "match_id", "seat", "request_id", "version"} <= set(committed[0])
+    assert committed[0]["service"] == "happy_mochi"
     assert any(line["event"] == "stopped" for line in lines)
 
 
