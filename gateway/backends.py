@@ -24,7 +24,6 @@ _CHANNEL_OPTIONS = [
 class ReplicaPool:
     def __init__(self, service: str, addresses: tuple[str, ...]) -> None:
         self.service = service
-        self.addresses = addresses
         self.channels = [
             grpc.aio.insecure_channel(f"dns:///{a}", options=_CHANNEL_OPTIONS) for a in addresses
         ]
