@@ -128,3 +128,16 @@ class GameServicer:
         self._end_with_call(context, events)
         async for event in events:
             yield self.codec.event(event)
+
+    # Player lifecycle (issue 12): answered UNIMPLEMENTED until the lifecycle lands.
+    async def LeaveMatch(self, request: Any, context: grpc.aio.ServicerContext) -> Message:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "LeaveMatch: not available yet")
+        raise AssertionError  # abort raises
+
+    async def RejoinMatch(self, request: Any, context: grpc.aio.ServicerContext) -> Message:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "RejoinMatch: not available yet")
+        raise AssertionError
+
+    async def AddBot(self, request: Any, context: grpc.aio.ServicerContext) -> Message:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "AddBot: not available yet")
+        raise AssertionError

@@ -11,7 +11,7 @@ from services.more.rules import GAME, State
 from tests.engine_checks import round_trip
 from tests.more.test_playouts import choose
 
-PLATFORM_VIEW_FIELDS = {"version", "seat", "active_seats"}
+PLATFORM_VIEW_FIELDS = {"version", "seat", "active_seats", "clocks"}
 
 
 def check_move(move: dict) -> None:
@@ -21,6 +21,7 @@ def check_move(move: dict) -> None:
 def check_event(body: dict) -> None:
     back = round_trip(body, more_pb2.MatchEvent())
     assert back.pop("version") == "0"
+    assert back.pop("seq") == 0
     assert back == body
 
 
@@ -35,7 +36,7 @@ def check_view(view: dict) -> None:
 def test_service_and_options_match_the_proto():
     service = more_pb2.DESCRIPTOR.services_by_name[GAME.service]
     assert service.full_name == GAME.full_service == "mogames.more.v1.More"
-    assert len(service.methods) == 7
+    assert len(service.methods) == 10
     fields = more_pb2.MoreOptions.DESCRIPTOR.fields_by_name
     assert set(fields) == {o.name for o in GAME.options}
     defaults = json_format.MessageToDict(

@@ -11,7 +11,7 @@ from mogames.mori.v1 import mori_pb2
 from services.mori.rules import GAME, State
 from tests.engine_checks import round_trip
 
-PLATFORM_VIEW_FIELDS = ("version", "seat", "active_seats")
+PLATFORM_VIEW_FIELDS = ("version", "seat", "active_seats", "clocks")
 
 
 def check_view(view: dict) -> None:
@@ -39,6 +39,7 @@ def test_moves_events_and_views_round_trip(players):
         for event in state.apply(seat, move):
             back = round_trip(event.body, mori_pb2.MatchEvent())
             assert back.pop("version") == "0"  # filled by the platform
+            assert back.pop("seq") == 0
             assert back == event.body
             kinds_seen |= set(event.body)
         for viewer in [None, *range(players)]:

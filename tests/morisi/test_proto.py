@@ -40,11 +40,11 @@ def test_moves_events_views_round_trip():
             assert round_trip(m, morisi_pb2.Move()) == m
             kinds_seen.add(next(iter(m)))
         for e in events:
-            full = {"version": "0", **e}  # the platform fills the version
+            full = {"version": "0", "seq": 0, **e}  # the platform fills the version
             assert round_trip(full, morisi_pb2.MatchEvent()) == full
             kinds_seen.add(next(iter(e)))
         for v in views:
-            full = {"version": "0", "seat": 0, "active_seats": [], **v}
+            full = {"version": "0", "seat": 0, "active_seats": [], "clocks": [], **v}
             assert round_trip(full, morisi_pb2.View()) == full
     for kind in ("predict", "place_pawn", "move_pawn", "lay_stick", "undo_stick", "build_route", "end_turn"):
         assert kind in kinds_seen
@@ -66,7 +66,7 @@ def test_rare_events_round_trip():
     events += [e.body for e in street.apply(0, {"build_route": {}})]
     assert "game_over" in events[-1]
     for e in events:
-        full = {"version": "0", **e}
+        full = {"version": "0", "seq": 0, **e}
         assert round_trip(full, morisi_pb2.MatchEvent()) == full
 
 
