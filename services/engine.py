@@ -126,6 +126,19 @@ class GameState(Protocol):
 
     def view(self, seat: int | None) -> JsonDict: ...
 
+    def opening_events(self) -> list[Event]:
+        """The events of the set-up ``new`` made (round 1's deal: the public part and each
+        seat's private part), stored at version 0 right after ``match_started`` so that
+        the first round can be rebuilt from the stream like every later one."""
+        ...
+
+    def timeout_move(self, seat: int) -> JsonDict:
+        """The move the server makes for ``seat`` when its decision times out (or a
+        ``random``-level bot has nothing better): one of ``legal_moves(seat)``, chosen by
+        the game's timeout policy (the least harmful default a player would expect) and
+        deterministic for a given state."""
+        ...
+
 
 def rng(seed: int, *salt: object) -> random.Random:
     """A deterministic random source for one chance event.
