@@ -9,15 +9,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from services.catalog import GAME_PACKAGES
 from services.runtime import keys
+from services.runtime.redis_client import RedisClient, connect
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class FeedEntry:
     move: dict[str, Any]
 
 
-async def ensure_group(client: aioredis.Redis, game: str, group: str, start: str = "0") -> None:
+async def ensure_group(client: RedisClient, game: str, group: str, start: str = "0") -> None:
     """Create the consumer group unless it exists: from the start of the feed ("0") or
     from now on ("$")."""
     try:
@@ -40,7 +41,7 @@ async def ensure_group(client: aioredis.Redis, game: str, group: str, start: str
 
 
 async def consume(
-    client: aioredis.Redis, game: str, group: str, consumer: str, block_ms: int = 5000, batch: int = 100
+    client: RedisClient, game: str, group: str, consumer: str, block_ms: int = 5000, batch: int = 100
 ) -> AsyncIterator[FeedEntry]:
     """Entries delivered to this consumer, ``batch`` at a time; each is acknowledged once the
     caller has taken it. Ends when no entry came for ``block_ms``."""
@@ -64,7 +65,8 @@ async def consume(
 
 
 async def main(args: argparse.Namespace) -> None:
-    client = aioredis.Redis.from_url(args.redis_url)
+    # Blocks for seconds at a time waiting for moves: no socket timeout.
+    client = connect(args.redis_url, os.environ.get("MOGAMES_REDIS_PASSWORD"), socket_timeout_s=None)
     async for entry in consume(client, args.game, args.group, args.consumer):
         print(json.dumps(entry.__dict__), flush=True)
     await client.aclose()
@@ -77,5 +79,7 @@ if __name__ == "__main__":
     parser.add_argument("--game", choices=sorted(GAME_PACKAGES), required=True)
     parser.add_argument("--group", default="feed")
     parser.add_argument("--consumer", default="consumer-1")
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument(
+        "--redis-url", default=os.environ.get("MOGAMES_REDIS_URL", "redis://127.0.0.1:6379/0")
+    )
     asyncio.run(main(parser.parse_args()))

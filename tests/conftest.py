@@ -3,6 +3,7 @@ two service replicas plus a gateway, all real grpc.aio servers on loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from gateway.server import build as build_gateway
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime.server import build as build_service
 from services.runtime.settings import GatewaySettings, ServiceSettings
+
+pytest_plugins = ["tests.cluster_fixtures"]
 
 TOKEN_SECRET = b"test-secret-0123456789abcdef"
 REPLICAS = 2
@@ -75,12 +78,13 @@ class Cluster:
         return GameClient(self.replicas[game][index], game)
 
 
-@pytest.fixture(scope="session")
-async def cluster(redis_url: str) -> AsyncIterator[Cluster]:
+@contextlib.asynccontextmanager
+async def running_services(redis_url: str, games: list[str] | None = None) -> AsyncIterator[Cluster]:
+    """Two replicas of every game (or of ``games``) and a gateway on loopback, using ``redis_url``."""
     servers = []
     clients = []
     addresses: dict[str, list[str]] = {}
-    for game in available_games():
+    for game in games or available_games():
         for _ in range(REPLICAS):
             server, _checker, client, port = await build_service(service_settings(game, redis_url))
             await server.start()
@@ -100,15 +104,23 @@ async def cluster(redis_url: str) -> AsyncIterator[Cluster]:
         game: [grpc.aio.insecure_channel(address) for address in game_addresses]
         for game, game_addresses in addresses.items()
     }
-    yield Cluster(channel, replica_channels, addresses)
-    await channel.close()
-    for channels in replica_channels.values():
-        for replica in channels:
-            await replica.close()
-    await gateway.stop(None)
-    for pool in pools:
-        await pool.close()
-    for server in servers:
-        await server.stop(None)
-    for client in clients:
-        await client.aclose()
+    try:
+        yield Cluster(channel, replica_channels, addresses)
+    finally:
+        await channel.close()
+        for channels in replica_channels.values():
+            for replica in channels:
+                await replica.close()
+        await gateway.stop(None)
+        for pool in pools:
+            await pool.close()
+        for server in servers:
+            await server.stop(None)
+        for client in clients:
+            await client.aclose()
+
+
+@pytest.fixture(scope="session")
+async def cluster(redis_url: str) -> AsyncIterator[Cluster]:
+    async with running_services(redis_url) as services:
+        yield services

@@ -11,6 +11,7 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
+from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -75,7 +76,9 @@ def to_service_error(error: Exception) -> ServiceError | None:
         return FailedPrecondition(str(error), reason=error.rule)
     if isinstance(error, MoveError):
         return InvalidArgument(str(error), field=error.rule)
-    if isinstance(error, (RedisConnectionError, RedisTimeoutError)):
+    # The cluster ones: a failover in progress, a slot without a master for a moment.
+    store_down = (ClusterDownError, SlotNotCoveredError, TryAgainError)
+    if isinstance(error, (RedisConnectionError, RedisTimeoutError, *store_down)):
         # A commit is one script, applied whole or not at all: retrying the same request_id is
         # safe whichever happened.
         return Unavailable("match store unavailable, retry with the same request_id")

@@ -5,28 +5,23 @@ from __future__ import annotations
 import sys
 
 import grpc
-import redis.asyncio as aioredis
 
 from services.catalog import rules_module
 from services.runtime import logs, serving
 from services.runtime.codec import Codec
 from services.runtime.matches import MatchService
+from services.runtime.redis_client import RedisClient, connect
 from services.runtime.servicer import GameServicer
 from services.runtime.settings import ServiceSettings, SettingsError
 from services.runtime.store import MatchStore
 
 
-def redis_client(url: str) -> aioredis.Redis:
-    # Watchers block on XREAD, each holding a connection: allow many.
-    return aioredis.Redis.from_url(url, max_connections=2048, health_check_interval=30)
-
-
 async def build(
     settings: ServiceSettings,
-) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, aioredis.Redis, int]:
+) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, RedisClient, int]:
     """A ready-to-start server for ``settings.game``, and the port it bound."""
     rules = rules_module(settings.game)
-    client = redis_client(settings.redis_url)
+    client = connect(settings.redis_url, settings.redis_password)
     await client.ping()
     codec = Codec(rules.GAME)
     server = serving.new_server()

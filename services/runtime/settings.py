@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from urllib.parse import urlparse
+
+from services.runtime.redis_client import RedisUrlError, check_url
 
 
 class SettingsError(RuntimeError):
@@ -50,8 +51,10 @@ def _address(name: str, default: str) -> str:
 
 def _redis_url(name: str, default: str) -> str:
     value = _str(name, default)
-    if urlparse(value).scheme not in ("redis", "rediss", "unix"):
-        raise SettingsError(f"{name} must be a redis://, rediss:// or unix:// URL, got {value!r}")
+    try:
+        check_url(value)
+    except RedisUrlError as error:
+        raise SettingsError(f"{name} {error}") from None
     return value
 
 
@@ -81,6 +84,8 @@ class ServiceSettings:
     # A client-chosen seed lets the match creator know every deal: fine for tests, replays
     # and tournaments with public seeds; switch it off where that is cheating.
     allow_client_seed: bool = True
+    # Used when the URL carries none (services/runtime/redis_client.py).
+    redis_password: str | None = None
 
     @classmethod
     def from_env(cls, game: str | None = None) -> ServiceSettings:
@@ -103,6 +108,7 @@ class ServiceSettings:
             shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
             log_level=_log_level(),
             allow_client_seed=_bool("MOGAMES_ALLOW_CLIENT_SEED", True),
+            redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
         )
 
 

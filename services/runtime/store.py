@@ -13,9 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis.asyncio as aioredis
-
 from services.runtime import keys
+from services.runtime.redis_client import RedisClient
 
 # KEYS: match hash, events stream, request record.
 # ARGV: expected rev, new doc, ttl seconds, request value ('' = no request id),
@@ -102,7 +101,7 @@ class CommitResult:
 
 
 class MatchStore:
-    def __init__(self, client: aioredis.Redis) -> None:
+    def __init__(self, client: RedisClient) -> None:
         self.redis = client
         self._commit = client.register_script(_COMMIT)
 

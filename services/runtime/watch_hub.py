@@ -20,10 +20,10 @@ import asyncio
 from collections.abc import AsyncGenerator
 from typing import Any
 
-import redis.asyncio as aioredis
 import structlog
 
 from services.runtime import keys
+from services.runtime.redis_client import RedisClient
 from services.runtime.store import StoredEvent
 
 log = structlog.get_logger("watch_hub")
@@ -39,7 +39,7 @@ def _order(stream_id: str) -> tuple[int, int]:
 
 
 class WatchHub:
-    def __init__(self, client: aioredis.Redis) -> None:
+    def __init__(self, client: RedisClient) -> None:
         # The hub's blocking XREAD holds one connection of the pool at a time.
         self.redis = client
         # Stream key -> the queue of each watcher of that stream.

@@ -1,0 +1,202 @@
+"""The platform on a real Redis Cluster (3 masters, 3 replicas on loopback).
+
+The platform tests below are the single-Redis ones, run again here with the services
+pointed at ``redis+cluster://``: create, join, moves, idempotent retries, racing submits
+across two replicas, the game feed and its consumer groups. Then a master is killed in
+the middle of play.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+import pytest
+from mogames.common.v1 import common_pb2
+
+from services.runtime import keys
+from services.runtime.redis_client import RedisClient, RedisUrlError, check_url, connect, parse_cluster_url
+from services.runtime.settings import ServiceSettings, SettingsError
+from tests.cluster_fixtures import RedisClusterProcesses, running_redis_cluster
+from tests.conftest import Cluster, running_services
+from tests.helpers import StartedMatch, start_match
+from tests.test_concurrency import (
+    stored_events,
+    test_many_clients_on_two_replicas_lose_and_duplicate_nothing,
+    test_one_request_id_racing_itself_across_replicas_commits_once,
+    test_racing_joins_fill_each_seat_once,
+    test_racing_submits_of_one_move_commit_exactly_once,
+    test_retried_request_id_returns_the_first_answer_and_applies_nothing,
+    test_stale_expected_version_is_aborted_and_changes_nothing,
+)
+from tests.test_platform import (
+    test_consumer_groups_share_the_game_feed_without_overlap,
+    test_each_accepted_move_raises_version_by_one,
+    test_error_codes,
+    test_every_accepted_move_reaches_the_game_stream,
+    test_finished_match_expires_and_refuses_moves,
+    test_match_starts_when_last_seat_is_taken,
+)
+
+# Imported, so collected here too, with this module's fixtures.
+RUN_ON_CLUSTER = (
+    test_match_starts_when_last_seat_is_taken,
+    test_each_accepted_move_raises_version_by_one,
+    test_error_codes,
+    test_finished_match_expires_and_refuses_moves,
+    test_every_accepted_move_reaches_the_game_stream,
+    test_consumer_groups_share_the_game_feed_without_overlap,
+    test_retried_request_id_returns_the_first_answer_and_applies_nothing,
+    test_racing_submits_of_one_move_commit_exactly_once,
+    test_many_clients_on_two_replicas_lose_and_duplicate_nothing,
+    test_stale_expected_version_is_aborted_and_changes_nothing,
+    test_racing_joins_fill_each_seat_once,
+    test_one_request_id_racing_itself_across_replicas_commits_once,
+)
+GAMES = ["happy_mochi", "mori"]  # the ones the tests above play
+
+
+# These override conftest's fixtures of the same names for this module only.
+@pytest.fixture(scope="module")
+async def cluster(redis_cluster: RedisClusterProcesses) -> AsyncIterator[Cluster]:
+    async with running_services(redis_cluster.url, games=GAMES) as services:
+        yield services
+
+
+@pytest.fixture(scope="module")
+async def redis_client(redis_cluster: RedisClusterProcesses) -> AsyncIterator[RedisClient]:
+    client = connect(redis_cluster.url)
+    yield client
+    await client.aclose()
+
+
+def test_cluster_urls_name_their_nodes_and_bad_ones_stop_the_service(monkeypatch):
+    target = parse_cluster_url("rediss+cluster://app:p%40ss@10.0.0.1:7000,[::1]:7001")
+    assert target.nodes == (("10.0.0.1", 7000), ("::1", 7001))
+    assert (target.tls, target.username, target.password) == (True, "app", "p@ss")
+    assert not parse_cluster_url("redis+cluster://h:1").tls
+    for bad in ("redis+cluster://a:1,b", "redis+cluster://a:1/3", "http://a:1"):
+        with pytest.raises(RedisUrlError):
+            check_url(bad)
+    monkeypatch.setenv("MOGAMES_TOKEN_SECRET", "x" * 16)
+    monkeypatch.setenv("MOGAMES_REDIS_URL", "redis+cluster://a:1,b")
+    with pytest.raises(SettingsError, match="MOGAMES_REDIS_URL cluster nodes must be host:port"):
+        ServiceSettings.from_env("mori")
+
+
+async def test_the_services_really_run_on_a_cluster(cluster, redis_client, redis_cluster):
+    """Matches land on every master: the tests above crossed slots and nodes."""
+    client = cluster.client("happy_mochi")
+    created = [(await client.create(2, seed=n)).match_id for n in range(24)]
+    masters = {redis_cluster.master_of_key(keys.match(match_id)).port for match_id in created}
+    assert len(masters) == 3
+    for match_id in created:
+        assert await redis_client.hget(keys.match(match_id), "rev") == b"0"
+
+
+# -- a master dies during play ---------------------------------------------------------
+
+FAILOVER_GAME = "happy_mochi"
+MATCHES = 6
+MOVES_BEFORE_KILL = 4
+MOVES_AFTER_FAILOVER = 3
+UNAVAILABLE = grpc.StatusCode.UNAVAILABLE
+
+
+class Served:
+    """Calls retried on UNAVAILABLE (the same request, so the same request id)."""
+
+    def __init__(self) -> None:
+        self.unavailable_at: list[float] = []
+
+    async def __call__(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        for _ in range(200):
+            try:
+                return await call()
+            except grpc.aio.AioRpcError as error:
+                if error.code() != UNAVAILABLE:
+                    raise
+                self.unavailable_at.append(time.monotonic())
+                await asyncio.sleep(0.1)
+        raise AssertionError("still UNAVAILABLE after 20 s")
+
+
+async def play(
+    client: Any,
+    started: StartedMatch,
+    served: Served,
+    acknowledged: list[tuple[int, float]],
+    stop: asyncio.Event,
+    moves: int | None = None,
+) -> None:
+    """Moves until ``stop`` (or ``moves`` of them, or the end): each acknowledged version and when."""
+    while not stop.is_set() and (moves is None or len(acknowledged) < moves):
+        match = await served(lambda: client.match(started.match_id))
+        if match.status != common_pb2.IN_PROGRESS:
+            return
+        seat = match.active_seats[0]
+        token = started.tokens[seat]
+        legal = await served(lambda t=token: client.legal_moves(started.match_id, t))
+        request_id = uuid.uuid4().hex
+        move = legal.moves[0]
+        answer = await served(
+            lambda t=token, m=move, r=request_id: client.submit(started.match_id, t, m, request_id=r)
+        )
+        acknowledged.append((answer.version, time.monotonic()))
+
+
+async def wait_for(condition: Callable[[], bool], timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "play did not go on after the failover"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_master_killed_during_play_loses_and_duplicates_no_move():
+    with running_redis_cluster() as nodes:
+        async with running_services(nodes.url, games=[FAILOVER_GAME]) as services:
+            clients = [services.replica_client(FAILOVER_GAME, n) for n in (0, 1)]
+            matches = [await start_match(clients[n % 2], 2, seed=n) for n in range(MATCHES)]
+            by_master: dict[int, list[str]] = {}
+            for m in matches:
+                by_master.setdefault(nodes.master_of_key(keys.match(m.match_id)).port, []).append(m.match_id)
+            victim_port, on_victim = max(by_master.items(), key=lambda item: len(item[1]))
+            victim = next(n for n in nodes.nodes if n.port == victim_port)
+
+            acknowledged: dict[str, list[tuple[int, float]]] = {m.match_id: [] for m in matches}
+            served, stop = Served(), asyncio.Event()
+            players = [
+                asyncio.create_task(play(clients[n % 2], m, served, acknowledged[m.match_id], stop))
+                for n, m in enumerate(matches)
+            ]
+            await wait_for(lambda: all(len(acknowledged[m]) >= MOVES_BEFORE_KILL for m in on_victim))
+            victim.process.kill()
+            killed_at = time.monotonic()
+            await asyncio.to_thread(nodes.wait_until_healthy)
+            healthy_at = time.monotonic()
+            await wait_for(
+                lambda: all(
+                    sum(at > healthy_at for _, at in acknowledged[m]) >= MOVES_AFTER_FAILOVER
+                    for m in on_victim
+                )
+            )
+            stop.set()
+            await asyncio.gather(*players)
+
+            assert victim_port not in nodes.roles()
+            store = connect(nodes.url)
+            try:
+                for m in matches:
+                    versions = [version for version, _ in acknowledged[m.match_id]]
+                    assert versions == list(range(1, len(versions) + 1))
+                    stored = {e.version for e in await stored_events(store, m.match_id)} - {0}
+                    assert stored == set(versions), "every acknowledged move is stored, once"
+                    assert (await clients[0].match(m.match_id)).version == len(versions)
+            finally:
+                await store.aclose()
+            # Refused only while the slot had no master (and while clients found the new one).
+            assert all(killed_at <= at <= healthy_at + 5 for at in served.unavailable_at)
