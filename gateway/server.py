@@ -11,6 +11,7 @@ from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from gateway.backends import ReplicaPool, watch_health
 from gateway.lobby import LobbyServicer
 from gateway.proxy import GameProxy
+from gateway.web import start_web
 from services.catalog import rules_module
 from services.runtime import logs, serving
 from services.runtime.codec import generated_modules
@@ -45,11 +46,14 @@ async def build(
 
 async def main(settings: GatewaySettings) -> None:
     server, checker, pools, port = await build(settings)
-    serving.log.info("gateway", port=port, games=sorted(settings.backends))
+    web = await start_web(settings, pools, port)
+    serving.log.info("gateway", port=port, web_port=web and web.port, games=sorted(settings.backends))
     health_watch = asyncio.create_task(watch_health(checker, pools))
 
     async def close() -> None:
         health_watch.cancel()
+        if web is not None:
+            await web.stop()
         for pool in pools:
             await pool.close()
 

@@ -49,6 +49,21 @@ def _address(name: str, default: str) -> str:
     return value
 
 
+def _optional_address(name: str, default: str) -> str | None:
+    """host:port, or None when the variable is set but empty (the feature is off)."""
+    if os.environ.get(name) == "":
+        return None
+    return _address(name, default)
+
+
+def _origins(name: str) -> tuple[str, ...]:
+    origins = tuple(o.strip().rstrip("/") for o in os.environ.get(name, "").split(",") if o.strip())
+    for origin in origins:
+        if origin != "*" and urlparse(origin).scheme not in ("http", "https"):
+            raise SettingsError(f"{name} must list origins like https://example.com, got {origin!r}")
+    return origins
+
+
 def _redis_url(name: str, default: str) -> str:
     value = _str(name, default)
     try:
@@ -120,6 +135,15 @@ class GatewaySettings:
     backends: dict[str, tuple[str, ...]]
     shutdown_grace_s: int
     log_level: str
+    # The web port (Connect, gRPC-Web and the browser page); None = off.
+    web_listen: str | None = None
+    # Origins other than the page's own that browsers may call the web port from (CORS).
+    web_origins: tuple[str, ...] = ()
+    # The built browser page served on the web port.
+    web_root: str = "clients/web/dist"
+    # False when web_listen is only the default: a busy default port then leaves the web
+    # port off (with a warning) instead of stopping the gateway.
+    web_listen_chosen: bool = True
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
@@ -142,4 +166,8 @@ class GatewaySettings:
             backends=backends,
             shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
             log_level=_log_level(),
+            web_listen=_optional_address("MOGAMES_WEB_LISTEN", "127.0.0.1:8080"),
+            web_origins=_origins("MOGAMES_WEB_ORIGINS"),
+            web_root=_str("MOGAMES_WEB_ROOT", "clients/web/dist"),
+            web_listen_chosen="MOGAMES_WEB_LISTEN" in os.environ,
         )

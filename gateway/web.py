@@ -1,0 +1,154 @@
+"""The gateway's web port: Connect (JSON and binary) and gRPC-Web for browsers, and the page.
+
+Served by hypercorn (HTTP/1.1 and cleartext HTTP/2) inside the gateway process, on its
+event loop. Game RPCs go straight to the same replica pools as native gRPC; the lobby and
+health, which the gateway answers itself, go to the gateway's own gRPC port on loopback,
+so that they behave exactly as for native clients (interceptors, FindMatch's wait) without
+a second implementation. Any other path is a file of the built page (``make web``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+import structlog
+from connectrpc.compat import google_protobuf_codecs
+from connectrpc.server import ConnectASGIApplication
+from google.protobuf import descriptor_pool
+from grpc_health.v1 import health_pb2
+from hypercorn.asyncio import serve
+from hypercorn.config import Config
+from mogames.lobby.v1 import lobby_pb2
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import PlainTextResponse
+from starlette.staticfiles import StaticFiles
+
+from gateway.backends import ReplicaPool
+from gateway.web_rpc import endpoints
+from services.runtime.settings import GatewaySettings
+
+log = structlog.get_logger("web")
+
+# What a browser may send and read across origins (the two web protocols' headers).
+_ALLOWED_HEADERS = [
+    "authorization",
+    "content-type",
+    "connect-protocol-version",
+    "connect-timeout-ms",
+    "grpc-timeout",
+    "x-grpc-web",
+    "x-user-agent",
+]
+_EXPOSED_HEADERS = ["grpc-status", "grpc-message", "grpc-status-details-bin"]
+_NOT_BUILT = "The web page is not built here: run `make web` (or `make run`), then reload.\n"
+
+
+class _Forwarder(ConnectASGIApplication[None]):
+    """Every forwarded RPC in one application (connectrpc routes on the full path)."""
+
+    path = "/"
+
+
+def _rpc_endpoints(pools: list[ReplicaPool], gateway: grpc.aio.Channel) -> dict[str, Any]:
+    known = descriptor_pool.Default()
+    routes: dict[str, Any] = {}
+    for pool in pools:
+        routes.update(endpoints(known.FindServiceByName(pool.service), pool.pick))
+    for own in (
+        lobby_pb2.DESCRIPTOR.services_by_name["Lobby"],
+        health_pb2.DESCRIPTOR.services_by_name["Health"],
+    ):
+        routes.update(endpoints(own, lambda: gateway))
+    return routes
+
+
+def web_app(pools: list[ReplicaPool], gateway: grpc.aio.Channel, origins: tuple[str, ...], root: Path) -> Any:
+    """The ASGI application of the web port."""
+    routes = _rpc_endpoints(pools, gateway)
+    rpc = _Forwarder(service=None, endpoints=lambda _: routes, codecs=google_protobuf_codecs())
+    page: Any = (
+        StaticFiles(directory=root, html=True) if root.is_dir() else PlainTextResponse(_NOT_BUILT, 404)
+    )
+
+    async def route(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["path"] not in routes:
+            await page(scope, receive, send)
+        else:
+            await rpc(scope, receive, send)
+
+    return CORSMiddleware(
+        route,
+        allow_origins=origins,
+        allow_methods=["GET", "POST"],
+        allow_headers=_ALLOWED_HEADERS,
+        expose_headers=_EXPOSED_HEADERS,
+        max_age=7200,
+    )
+
+
+def _bound_socket(listen: str) -> socket.socket:
+    """The listening socket, bound here so that port 0 (tests) tells us its port."""
+    host, _, port = listen.rpartition(":")
+    host = host.strip("[]")
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, int(port)))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
+
+
+def _loopback(listen: str, port: int) -> str:
+    host = listen.rpartition(":")[0].strip("[]")
+    if host in ("", "0.0.0.0", "::"):
+        host = "127.0.0.1"
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@dataclass
+class WebServer:
+    port: int
+    _stop: asyncio.Event
+    _task: asyncio.Task[None]
+    _gateway: grpc.aio.Channel
+
+    async def stop(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        await self._gateway.close()
+
+
+async def start_web(
+    settings: GatewaySettings, pools: list[ReplicaPool], gateway_port: int
+) -> WebServer | None:
+    """Serve the web port next to the gateway's native port (None when it is switched off)."""
+    if not settings.web_listen:
+        return None
+    try:
+        sock = _bound_socket(settings.web_listen)
+    except OSError as error:
+        if settings.web_listen_chosen:
+            raise
+        log.warning("web_port_unavailable", listen=settings.web_listen, error=str(error))
+        return None
+    gateway = grpc.aio.insecure_channel(_loopback(settings.listen, gateway_port))
+    app = web_app(pools, gateway, settings.web_origins, Path(settings.web_root))
+    port = int(sock.getsockname()[1])
+    config = Config()
+    config.bind = [f"fd://{sock.detach()}"]
+    config.graceful_timeout = settings.shutdown_grace_s
+    config.accesslog = None
+    # A watch is quiet between moves: heartbeats keep it alive, not a short idle timeout.
+    config.keep_alive_timeout = 75
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+    log.info("web", port=port, origins=list(settings.web_origins), root=settings.web_root)
+    return WebServer(port, stop, task, gateway)

@@ -1,0 +1,168 @@
+"""Connect endpoints, built from the services' descriptors, that forward each call over gRPC.
+
+connectrpc does the web protocols (Connect JSON and binary, gRPC-Web): framing, codecs,
+deadlines from ``connect-timeout-ms``/``grpc-timeout``, and cancelling the handler when the
+browser goes away. Each endpoint here only forwards: the request's metadata (the seat's
+bearer token among it) and remaining deadline go to the backend; the backend's status,
+message and rich error details (``ErrorInfo.reason``) come back as a Connect error, and a
+cancelled handler cancels the backend call.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import grpc
+from connectrpc.code import Code
+from connectrpc.errors import ConnectError, ErrorDetail
+from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
+from connectrpc.request import RequestContext
+from connectrpc.server import Endpoint
+from google.protobuf import descriptor, descriptor_pb2, message_factory
+from google.rpc import status_pb2
+from protobuf.wkt import Any as AnyDetail
+
+from gateway.proxy import DEFAULT_UNARY_TIMEOUT_S
+
+# Picks the channel for one call: a replica of the game, or the gateway's own port.
+ChannelPicker = Callable[[], grpc.aio.Channel]
+
+_STATUS_DETAILS = "grpc-status-details-bin"
+# Request headers that belong to HTTP, the browser or the web protocol, not to the call.
+_DROP_PREFIXES = ("connect-", "grpc-", "content-", "accept", "sec-", "access-control-", ":")
+_DROP_NAMES = {
+    "host",
+    "origin",
+    "referer",
+    "user-agent",
+    "x-user-agent",
+    "x-grpc-web",
+    "cookie",
+    "connection",
+    "keep-alive",
+    "te",
+    "transfer-encoding",
+    "upgrade",
+    "http2-settings",
+    "cache-control",
+    "pragma",
+    "priority",
+    "dnt",
+}
+_IDEMPOTENCY = {
+    descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS: IdempotencyLevel.NO_SIDE_EFFECTS,
+    descriptor_pb2.MethodOptions.IDEMPOTENT: IdempotencyLevel.IDEMPOTENT,
+}
+
+
+def _metadata(ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str | bytes], ...]:
+    forwarded: list[tuple[str, str | bytes]] = []
+    for key, value in ctx.request_headers.allitems():
+        key = key.lower()
+        if key.startswith(_DROP_PREFIXES) or key in _DROP_NAMES:
+            continue
+        # Binary metadata travels base64-encoded in HTTP headers (both web protocols).
+        forwarded.append((key, base64.b64decode(value + "===") if key.endswith("-bin") else value))
+    return tuple(forwarded)
+
+
+def _copy_metadata(source: Any, target: Any) -> None:
+    for key, value in source or ():
+        if key.startswith(("grpc-", ":")) or key == "content-type":
+            continue
+        target.add(key, base64.b64encode(value).decode() if isinstance(value, bytes) else value)
+
+
+def _timeout_s(ctx: RequestContext[Any, Any], default: float | None) -> float | None:
+    remaining_ms = ctx.timeout_ms
+    return default if remaining_ms is None else max(remaining_ms / 1000, 0.001)
+
+
+def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
+    """The backend's status as a Connect error, rich details included."""
+    name = error.code().name
+    code = Code.CANCELED if name == "CANCELLED" else Code[name]
+    details: list[ErrorDetail] = []
+    for key, value in error.trailing_metadata() or ():
+        if key == _STATUS_DETAILS and isinstance(value, bytes):
+            status = status_pb2.Status.FromString(value)
+            details = [ErrorDetail(AnyDetail(type_url=d.type_url, value=d.value)) for d in status.details]
+    return ConnectError(code, error.details() or "", details)
+
+
+def _unary(path: str, pick: ChannelPicker, output: Any) -> Any:
+    async def forward(request: Any, ctx: RequestContext[Any, Any]) -> Any:
+        call = pick().unary_unary(
+            path, request_serializer=_serialize, response_deserializer=output.FromString
+        )(
+            request,
+            metadata=_metadata(ctx),
+            timeout=_timeout_s(ctx, DEFAULT_UNARY_TIMEOUT_S),
+            wait_for_ready=True,
+        )
+        try:
+            response = await call
+        except grpc.aio.AioRpcError as error:
+            raise connect_error(error) from None
+        _copy_metadata(await call.initial_metadata(), ctx.response_headers)
+        _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
+        return response
+
+    return forward
+
+
+def _server_stream(path: str, pick: ChannelPicker, output: Any) -> Any:
+    async def forward(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
+        call = pick().unary_stream(
+            path, request_serializer=_serialize, response_deserializer=output.FromString
+        )(request, metadata=_metadata(ctx), timeout=_timeout_s(ctx, None), wait_for_ready=True)
+        first = True
+        try:
+            async for response in call:
+                if first:
+                    # Headers go out with the first message (connectrpc waits for it).
+                    _copy_metadata(await call.initial_metadata(), ctx.response_headers)
+                    first = False
+                yield response
+            _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
+        except grpc.aio.AioRpcError as error:
+            raise connect_error(error) from None
+        finally:
+            # The browser went away (connectrpc cancels this generator) or the stream
+            # ended: either way the backend's stream is released now.
+            call.cancel()
+
+    return forward
+
+
+def _serialize(message: Any) -> bytes:
+    return message.SerializeToString()  # type: ignore[no-any-return]
+
+
+def endpoints(service: descriptor.ServiceDescriptor, pick: ChannelPicker) -> Mapping[str, Endpoint[Any, Any]]:
+    """``/<package>.<Service>/<Method>`` -> an endpoint forwarding it, for every unary and
+    server-streaming method of ``service`` (the only kinds the contract has)."""
+    built: dict[str, Endpoint[Any, Any]] = {}
+    for method in service.methods:
+        if method.client_streaming:
+            raise ValueError(f"{service.full_name}/{method.name}: client streaming is not forwarded")
+        input_class = message_factory.GetMessageClass(method.input_type)
+        output_class = message_factory.GetMessageClass(method.output_type)
+        info: MethodInfo[Any, Any] = MethodInfo(
+            name=method.name,
+            service_name=service.full_name,
+            input=input_class,
+            output=output_class,
+            idempotency_level=_IDEMPOTENCY.get(
+                method.GetOptions().idempotency_level, IdempotencyLevel.UNKNOWN
+            ),
+            stream_type=StreamType.SERVER_STREAM if method.server_streaming else StreamType.UNARY,
+        )
+        path = f"/{service.full_name}/{method.name}"
+        if method.server_streaming:
+            built[path] = Endpoint.server_stream(info, _server_stream(path, pick, output_class))
+        else:
+            built[path] = Endpoint.unary(info, _unary(path, pick, output_class))
+    return built

@@ -1,0 +1,47 @@
+"""A gateway with its web port on, in front of the session's cluster of game replicas."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from gateway.server import build as build_gateway
+from gateway.web import start_web
+from services.runtime.settings import GatewaySettings
+from tests.conftest import Cluster
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "clients" / "web" / "dist"
+# A second origin allowed to call the web port (CORS); any other is refused.
+ALLOWED_ORIGIN = "http://allowed.example:5173"
+
+
+@dataclass
+class WebStack:
+    url: str
+    cluster: Cluster
+
+
+@pytest.fixture(scope="session")
+async def web_stack(cluster: Cluster) -> AsyncIterator[WebStack]:
+    settings = GatewaySettings(
+        listen="127.0.0.1:0",
+        backends={game: tuple(addresses) for game, addresses in cluster.replicas_addresses.items()},
+        shutdown_grace_s=1,
+        log_level="warning",
+        web_listen="127.0.0.1:0",
+        web_origins=(ALLOWED_ORIGIN,),
+        web_root=str(PAGE),
+    )
+    gateway, _checker, pools, port = await build_gateway(settings)
+    await gateway.start()
+    web = await start_web(settings, pools, port)
+    assert web is not None
+    yield WebStack(f"http://127.0.0.1:{web.port}", cluster)
+    await web.stop()
+    await gateway.stop(None)
+    for pool in pools:
+        await pool.close()
