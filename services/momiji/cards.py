@@ -29,7 +29,6 @@ HAND_SIZE = 6
 START_ACORNS = 2
 DISPLAY_SIZE = 4
 REVEAL_COUNT = 4
-DISPLAY_MAX = 8  # a reveal never fills the display beyond this
 HAND_LIMIT = 8
 LANDSCAPE_SIZE = 3
 GOAL_COST = 3
@@ -145,14 +144,6 @@ def card_dict(card: int) -> dict[str, Any]:
 
 def card_words(card: int) -> str:
     return f"{LEAF_WORDS[ctype(card)]} {cvalue(card)} (card {card})"
-
-
-def unique_faces(cards: list[int]) -> list[int]:
-    """One representative (the smallest id) per face, in sort order."""
-    seen: dict[tuple[int, int, bool, bool], int] = {}
-    for c in sorted(cards):
-        seen.setdefault(_FACES[c], c)
-    return sorted(seen.values(), key=sort_key)
 
 
 def goal_metric(metric: str, stacks: list[list[int]], acorns: int, hand: int) -> int:

@@ -15,7 +15,6 @@ from services.momiji.cards import (
     BAMBOO_BRIDGE,
     CARDS_PER_TYPE,
     DISCARD_GAIN,
-    DISPLAY_MAX,
     GOAL_COST,
     GOAL_NAMES,
     HAND_LIMIT,
@@ -44,9 +43,7 @@ from services.momiji.cards import (
     card_words,
     ctype,
     cvalue,
-    face,
     sort_key,
-    unique_faces,
 )
 
 if TYPE_CHECKING:
@@ -150,7 +147,7 @@ def legal_moves(s: State, seat: int) -> list[JsonDict]:
     if phase == PLAYING:
         places: list[JsonDict] = [
             {"place_card": {"card": c}}
-            for c in unique_faces(hand)
+            for c in hand
             if s.play_problem(c) is None and s.can_place(seat, c, s.bamboo)
         ]
         return [*places, {"finish_play": {}}]
@@ -161,30 +158,21 @@ def legal_moves(s: State, seat: int) -> list[JsonDict]:
             for order in itertools.permutations([c for c in s.peek if c != keep])
         ]
     if phase in (RAIN, LIMIT):
-        return [{"discard_card": {"card": c}} for c in unique_faces(hand)]
+        return [{"discard_card": {"card": c}} for c in hand]
     if phase != MAIN:
         return []
     moves: list[JsonDict] = []
     if not s.main_done:
         moves += _collect_moves(s)
-        if s.acorns[seat] >= REVEAL_COST and s.deck and len(s.display) < DISPLAY_MAX:
+        if s.acorns[seat] >= REVEAL_COST and s.deck:
             moves.append({"reveal": {}})
-        moves += [{"place_card": {"card": c}} for c in unique_faces(hand) if s.can_place(seat, c, s.bamboo)]
+        moves += [{"place_card": {"card": c}} for c in hand if s.can_place(seat, c, s.bamboo)]
         if s.acorns[seat] >= GOAL_COST:
             moves += [
                 {"activate_goal": {"goal": g}} for g, h in zip(s.goals, s.holders, strict=True) if h is None
             ]
     if not s.discard_used:
-        faces = unique_faces(hand)
-        twins: dict[int, int] = {}  # face representative -> the next copy of the same face in hand
-        for c in sorted(hand):
-            rep = next(r for r in faces if face(r) == face(c))
-            if c != rep:
-                twins.setdefault(rep, c)
-        for i, a in enumerate(faces):
-            if a in twins:
-                moves.append({"discard_for_acorn": {"cards": [a, twins[a]]}})
-            moves += [{"discard_for_acorn": {"cards": [a, b]}} for b in faces[i + 1 :]]
+        moves += [{"discard_for_acorn": {"cards": [a, b]}} for a, b in itertools.combinations(hand, 2)]
     if not s.power_used and s.acorns[seat] >= POWER_COST:
         for p in s.landscapes[seat]:
             if p not in s.used[seat]:
@@ -206,15 +194,11 @@ def _power_moves(s: State, seat: int, p: str) -> list[JsonDict]:
     if p in (BAMBOO_BRIDGE, TEA_HOUSE, RAIN_SHOWER):
         return [{"use_power": {"power": p}}]
     if p == STONE_LANTERN:
-        return [{"stone_lantern": {"card": c}} for c in unique_faces(s.display)]
+        return [{"stone_lantern": {"card": c}} for c in s.display]
     if p == KOI_POND:
-        return [
-            {"koi_pond": {"hand_card": h, "display_card": d}}
-            for h in unique_faces(hand)
-            for d in unique_faces(s.display)
-        ]
+        return [{"koi_pond": {"hand_card": h, "display_card": d}} for h in hand for d in s.display]
     if p == MOSS_GARDEN:
-        return [{"moss_garden": {"card": c}} for c in unique_faces(hand) if s.can_place(seat, c, s.bamboo)]
+        return [{"moss_garden": {"card": c}} for c in hand if s.can_place(seat, c, s.bamboo)]
     return [
         {"pagoda": {"type": LEAF_NAMES[t]}}
         for t, st in enumerate(s.stacks[seat])
@@ -313,10 +297,8 @@ def _do_reveal(s: State, seat: int) -> list[Event]:
     _acorns(s, seat, REVEAL_COST, "revealing 4 more cards")
     if not s.deck:
         raise RuleViolation("deck_empty", "the deck is empty: there is nothing to reveal")
-    if len(s.display) >= DISPLAY_MAX:
-        raise RuleViolation("display_full", f"the display already holds {DISPLAY_MAX} cards")
     events = [s.gain(seat, -REVEAL_COST, "ACORN_REASON_REVEAL")]
-    added = s.draw(min(REVEAL_COUNT, DISPLAY_MAX - len(s.display)))
+    added = s.draw(REVEAL_COUNT)
     s.display = sorted(s.display + added, key=sort_key)
     s.phase = COLLECT
     body = {"seat": seat, "cards": [card_dict(c) for c in added], "revealed": True}
@@ -439,7 +421,7 @@ def _do_stone_lantern(s: State, seat: int, card: int) -> list[Event]:
     s.display.remove(card)
     s.to_hand(seat, [card])
     events.append(Event({"display_card_taken": {"seat": seat, "card": card_dict(card)}}))
-    return events + s.refill_display(seat)
+    return events
 
 
 def _do_koi_pond(s: State, seat: int, hand_card: int, display_card: int) -> list[Event]:
@@ -514,7 +496,8 @@ def _do_end_turn(s: State, seat: int) -> list[Event]:
         )
     if len(s.hands[seat]) > HAND_LIMIT:
         s.phase = LIMIT
-        return []
+        body = {"seat": seat, "phase": LIMIT, "hand_size": len(s.hands[seat])}
+        return [Event({"phase_changed": body})]
     return s.pass_turn()
 
 

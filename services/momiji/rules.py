@@ -21,6 +21,7 @@ from services.engine import (
     Event,
     GameInfo,
     JsonDict,
+    NotYourTurn,
     OptionInfo,
     rng,
 )
@@ -80,6 +81,18 @@ GAME = GameInfo(
     ),
 )
 
+
+# The timeout policy's order of move kinds (the first legal one is taken): nothing spent, nothing
+# given up where the rules allow it.
+TIMEOUT_PREFERENCE = (
+    "end_turn",
+    "finish_play",
+    "collect",
+    "place_card",
+    "draft_power",
+    "temple_bell_choose",
+    "discard_card",
+)
 
 # --------------------------------------------------------------------------- state
 
@@ -323,6 +336,32 @@ class State:
 
     def apply(self, seat: int, move: JsonDict) -> list[Event]:
         return apply_move(self, seat, move)
+
+    def opening_events(self) -> list[Event]:
+        """The deal ``new`` made: each seat's six cards (count public, cards to the owner) and the
+        four display cards, the same events a later draw or refill emits."""
+        events = []
+        for seat in range(self.players):
+            hand = [card_dict(c) for c in self.hands[seat]]
+            events.append(Event({"cards_drawn": {"seat": seat, "count": len(hand), "cards": []}}))
+            events.append(
+                Event({"cards_drawn": {"seat": seat, "count": len(hand), "cards": hand}}, to=(seat,))
+            )
+        display = [card_dict(c) for c in self.display]
+        events.append(Event({"display_added": {"seat": self.turn, "cards": display, "revealed": False}}))
+        return events
+
+    def timeout_move(self, seat: int) -> JsonDict:
+        """Least harm first: end the turn or the play when allowed, else the first listed move of
+        the cheapest useful kind (collect before placing, placing before paying acorns)."""
+        moves = self.legal_moves(seat)
+        if not moves:
+            raise NotYourTurn(seat)
+        for kind in TIMEOUT_PREFERENCE:
+            for move in moves:
+                if kind in move:
+                    return move
+        return moves[0]
 
     def view(self, seat: int | None) -> JsonDict:
         own = seat is not None and 0 <= seat < self.players

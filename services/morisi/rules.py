@@ -104,6 +104,9 @@ class State:
         self.turn_no: int = data["turn_no"]
         self.end_reason: str = data["end_reason"]
         self.house_winner: int = data["house_winner"]
+        # The house winner's cities as placed when the supply ran out ([city, points] pairs); empty
+        # otherwise. States stored before the supply rule had no such field.
+        self.final_houses: list[list[int]] = [list(h) for h in data.get("final_houses", [])]
         self._index()
 
     def _index(self) -> None:
@@ -226,6 +229,7 @@ class State:
             "turn_no": self.turn_no,
             "end_reason": self.end_reason,
             "house_winner": self.house_winner,
+            "final_houses": [list(h) for h in self.final_houses],
         }
 
     @classmethod
@@ -329,7 +333,14 @@ class State:
         return cost
 
     def house_points(self, seat: int, extra: list[list[int]] | None = None) -> dict[int, int]:
-        """City -> house-points of ``seat``: a network component with k cities gives k-1 to each."""
+        """City -> house-points of ``seat`` on the board: a network component with k cities gives
+        k-1 to each, except that the player who ran out of houses shows only what the supply held."""
+        if extra is None and seat == self.house_winner and self.final_houses:
+            return {c: p for c, p in self.final_houses}
+        return self.network_points(seat, extra)
+
+    def network_points(self, seat: int, extra: list[list[int]] | None = None) -> dict[int, int]:
+        """City -> k-1 for each city of a component of ``seat``'s network holding k cities."""
         parent: dict[int, int] = {}
 
         def find(x: int) -> int:
@@ -553,12 +564,15 @@ class State:
         if problem is not None:
             raise problem
         before = self.house_points(seat)
+        supply = house_supply(self.players)
+        if sum(self.network_points(seat, self.pending).values()) >= supply:
+            self.final_houses = [[c, p] for c, p in sorted(self._place_last_houses(seat, supply).items())]
+            self.house_winner = seat
         new = [[seat, min(a, b), max(a, b), b, cost] for a, b, cost in self.pending]
         self.sticks.extend(new)
         self.pending = []
         after = self.house_points(seat)
         placed = sum(after.values())
-        supply = house_supply(self.players)
         changes = [{"city": c, "points": p} for c, p in sorted(after.items()) if before.get(c) != p]
         body = {
             "seat": seat,
@@ -569,9 +583,25 @@ class State:
         }
         events = [Event({"route_built": body})]
         if placed >= supply:
-            self.house_winner = seat
             return events + self._finish("END_REASON_HOUSES_EXHAUSTED")
         return events + self._end_turn(seat, discarded=0)
+
+    def _place_last_houses(self, seat: int, supply: int) -> dict[int, int]:
+        """The cities as the pending route leaves them when it needs more house-points than the
+        supply holds: the cities gain in the order the route connects them (stick by stick as
+        laid, the cities one stick raises in tile order), each as much as the supply still holds,
+        until it is empty. Pieces are exchanged freely, so largest-first only decides which pieces
+        go, never how many points a city shows."""
+        shown = self.house_points(seat)
+        left = supply - sum(shown.values())
+        for i in range(1, len(self.pending) + 1):
+            step = self.network_points(seat, self.pending[:i])
+            for city in sorted(step):
+                gain = min(step[city] - shown.get(city, 0), left)
+                if gain > 0:
+                    shown[city] = shown.get(city, 0) + gain
+                    left -= gain
+        return shown
 
     def _do_end_turn(self, seat: int) -> list[Event]:
         discarded = len(self.pending)
@@ -654,6 +684,35 @@ class State:
         return tiebreak_winners(
             [(r["score"], r["cities"], r["sticks"], r["house_points"]) for r in self.standings()]
         )
+
+    # ------------------------------------------------------------ platform hooks
+
+    def opening_events(self) -> list[Event]:
+        """The public set-up: the map with its blocks, the starting seat and the first phase."""
+        body = {
+            "tiles": observe(self, None)["tiles"],
+            "start_seat": self.start,
+            "phase": self.phase,
+            "house_supply": house_supply(self.players),
+            "box_blocks": list(self.box),
+        }
+        return [Event({"board_set_up": body})]
+
+    def timeout_move(self, seat: int) -> JsonDict:
+        """A timed-out turn builds nothing (``end_turn``, pending sticks return); a pawn that
+        must be placed or moved goes to the first listed tile with a block to take, else the first
+        listed; a prediction names the first city not yet in it."""
+        moves = self.legal_moves(seat)
+        if not moves:
+            raise NotYourTurn(seat)
+        if self.phase == "PHASE_BUILD":
+            return {"end_turn": {}}
+        for move in moves:
+            (body,) = move.values()
+            tile = body.get("tile", -1)
+            if tile >= 0 and self.blocks[tile] > 0:
+                return move
+        return moves[0]
 
     # ------------------------------------------------------------ view
 

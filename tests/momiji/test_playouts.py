@@ -11,7 +11,7 @@ from collections import Counter
 import pytest
 
 from services.engine import MalformedMove, MoveError, NotYourTurn
-from services.momiji.cards import GOAL_NAMES, LEAF_NAMES, POWERS, face
+from services.momiji.cards import GOAL_NAMES, LEAF_NAMES, POWERS
 from services.momiji.moves import MOVE_FIELDS
 from services.momiji.rules import State
 
@@ -88,7 +88,6 @@ def check_invariants(s: State, expected_acorns: list[int], heavy: bool = True) -
     assert s.acorns == expected_acorns and min(s.acorns) >= 0
     closed = sum(1 for area in d["stacks"] for st in area if st and value(st[-1]) == 3)
     assert s.torii_supply() == types - closed >= 0
-    assert len(s.display) <= 8
     # decisions: exactly the active seats have legal moves
     for seat in range(n):
         moves = s.legal_moves(seat)
@@ -175,21 +174,31 @@ def check_events(events, before_public: set[int], s: State) -> None:
             assert ids <= allowed
 
 
+def check_opening(s: State) -> None:
+    """The set-up events: each hand's count in public and its cards to its owner, the display."""
+    events = s.opening_events()
+    public = [e.body for e in events if e.to is None]
+    assert public[-1] == {"display_added": {"seat": 0, "cards": s.view(None)["display"], "revealed": False}}
+    for seat in range(s.players):
+        assert {"cards_drawn": {"seat": seat, "count": 6, "cards": []}} in public
+        (mine,) = [e.body for e in events if e.to == (seat,)]
+        assert mine["cards_drawn"]["cards"] == s.view(seat)["hand"]
+    check_events(events, public_cards(s), s)
+
+
 # --------------------------------------------------------------------------- random moves
 
 
-def face_key(move: dict) -> str:
+def move_key(move: dict) -> str:
+    """A move as the legal list spells it (enums by name; a discard pair in either order)."""
     ((kind, body),) = move.items()
     out = {}
     for key, val in body.items():
         what = MOVE_FIELDS[kind][key]
-        if what == "card":
-            out[key] = face(val)
-        elif what == "cards":
-            faces = [face(c) for c in val]
-            out[key] = sorted(faces) if kind == "discard_for_acorn" else faces
-        else:
-            out[key] = val
+        if what in ("leaf", "power", "goal") and isinstance(val, int):
+            names = {"leaf": LEAF_NAMES, "power": POWERS, "goal": GOAL_NAMES}[what]
+            val = names[val - 1]
+        out[key] = sorted(val) if kind == "discard_for_acorn" else val
     return json.dumps([kind, out], sort_keys=True)
 
 
@@ -232,9 +241,54 @@ def try_illegal(r: random.Random, s: State, stats: Counter) -> None:
             stats[type(err).__name__] += 1
         else:
             assert seat in s.active_seats()
-            legal = {face_key(m) for m in s.legal_moves(seat)}
-            assert face_key(move) in legal, f"accepted {move} is not among the legal moves"
+            legal = {move_key(m) for m in s.legal_moves(seat)}
+            assert move_key(move) in legal, f"accepted {move} is not among the legal moves"
             stats["accepted"] += 1
+
+
+def candidate_moves(s: State) -> list[dict]:
+    """Every move that could be legal now, built from the cards in sight and every enum value."""
+    cards = sorted(set(s.display) | set(s.peek) | {c for h in s.hands for c in h})
+    leaves = LEAF_NAMES[: s.types]
+    out: list[dict] = [{"reveal": {}}, {"finish_play": {}}, {"end_turn": {}}]
+    out += [{"collect": {"type": t}} for t in leaves] + [{"pagoda": {"type": t}} for t in leaves]
+    out += [{"draft_power": {"power": p}} for p in POWERS] + [{"use_power": {"power": p}} for p in POWERS]
+    out += [{"activate_goal": {"goal": g}} for g in GOAL_NAMES]
+    for kind in ("place_card", "stone_lantern", "moss_garden", "discard_card"):
+        out += [{kind: {"card": c}} for c in cards]
+    out += [{"discard_for_acorn": {"cards": list(p)}} for p in itertools.combinations(cards, 2)]
+    out += [{"koi_pond": {"hand_card": a, "display_card": b}} for a in cards for b in cards if a != b]
+    for keep in s.peek:
+        rest = [c for c in s.peek if c != keep]
+        out += [
+            {"temple_bell_choose": {"keep": keep, "back_on_top": list(o)}}
+            for o in itertools.permutations(rest)
+        ]
+    return out
+
+
+def check_every_legal_move_listed(s: State) -> None:
+    """Issue 9: each accepted move is in the list, identical cards included (no grouping)."""
+    snapshot = s.to_dict()
+    for seat in s.active_seats():
+        listed = [move_key(m) for m in s.legal_moves(seat)]
+        accepted = []
+        for move in candidate_moves(s):
+            try:
+                State.from_dict(snapshot).apply(seat, move)
+            except MoveError:
+                continue
+            accepted.append(move_key(move))
+        assert sorted(accepted) == sorted(listed)
+
+
+def check_timeout_move(s: State) -> None:
+    for seat in s.active_seats():
+        move = s.timeout_move(seat)
+        assert move in s.legal_moves(seat) and s.timeout_move(seat) == move
+        if {"end_turn": {}} in s.legal_moves(seat):
+            assert move == {"end_turn": {}}
+        assert any(e.to is None for e in State.from_dict(s.to_dict()).apply(seat, move))
 
 
 def check_all_legal_accepted(s: State) -> None:
@@ -285,6 +339,8 @@ def playout(seed: int, stats: Counter | None = None, *, deep=False, full=True, l
     if late:
         s = with_stacks_started(s)
     r = random.Random(seed * 7919 + 1)
+    if not late:
+        check_opening(s)
     expected = list(s.acorns)
     history, all_events = [], []
     check_invariants(s, expected)
@@ -295,10 +351,16 @@ def playout(seed: int, stats: Counter | None = None, *, deep=False, full=True, l
             try_illegal(r, s, stats)
         if deep:
             check_all_legal_accepted(s)
+            if len(history) % 3 == 0:
+                check_every_legal_move_listed(s)
+        if full or len(history) % 5 == 0:
+            check_timeout_move(s)
         seat = r.choice(s.active_seats())
         move = pick(r, s.legal_moves(seat))
         before_public = public_cards(s)
         events = s.apply(seat, move)
+        # every committed move tells every watcher something (issue 14)
+        assert any(e.to is None for e in events), (move, events)
         for e in events:
             body = e.body.get("acorns_changed")
             if body:

@@ -78,6 +78,8 @@ def test_every_engine_event_kind_roundtrips():
     seen = set()
     for seed in range(6):
         s = State.new(players_of(seed), seed, {"draft_landscapes": seed == 0})
+        for e in s.opening_events():
+            check_event(e.body)
         r = random.Random(seed)
         boosted = False
         while not s.is_over():

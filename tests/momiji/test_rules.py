@@ -391,12 +391,28 @@ def test_power_mountain_path():
 def test_power_stone_lantern():
     display = [k(MAPLE, Z_R), k(MAPLE, O_N), k(GINKGO, Z_L), k(OAK, TH)]
     s = mk(2, landscapes=[["POWER_STONE_LANTERN"], []], display=display)
+    deck_before = list(s.deck)
     refused(s, 0, {"stone_lantern": {"card": k(OAK, Z_B)}}, RuleViolation, "card_not_in_display")
-    s.apply(0, {"stone_lantern": {"card": k(MAPLE, O_N)}})
-    assert s.hands[0] == [k(MAPLE, O_N)] and k(MAPLE, Z_R) in s.display and len(s.display) == 4
+    ev = s.apply(0, {"stone_lantern": {"card": k(MAPLE, O_N)}})
+    assert s.hands[0] == [k(MAPLE, O_N)] and k(MAPLE, Z_R) in s.display
+    # Part 2: taking one card with Stone Lantern does not refill the display
+    assert s.display == [k(MAPLE, Z_R), k(GINKGO, Z_L), k(OAK, TH)] and s.deck == deck_before
+    assert kinds(ev) == ["power_used", "acorns_changed", "display_card_taken"]
     assert not s.main_done  # not the main action
-    s.apply(0, {"collect": {"type": "LEAF_TYPE_MAPLE"}})
+    ev = s.apply(0, {"collect": {"type": "LEAF_TYPE_MAPLE"}})
     assert k(MAPLE, Z_R) in s.hands[0]
+    # the collect refills to 4: two cards, as the display held two after it
+    assert kinds(ev) == ["collected", "display_added"] and len(s.display) == 4
+
+
+def test_stone_lantern_taking_the_last_display_card_leaves_it_empty():
+    s = mk(2, landscapes=[["POWER_STONE_LANTERN"], []], display=[k(OAK, TH)], hands=[[k(MAPLE, Z_R)], []])
+    s.apply(0, {"stone_lantern": {"card": k(OAK, TH)}})
+    assert s.display == [] and s.deck
+    # no type to collect; the main action is still owed (a reveal or a play is open)
+    moves = s.legal_moves(0)
+    assert not any("collect" in m for m in moves) and {"end_turn": {}} not in moves
+    assert {"reveal": {}} in moves and {"place_card": {"card": k(MAPLE, Z_R)}} in moves
 
 
 def test_power_koi_pond():
@@ -535,8 +551,12 @@ def test_hand_limit_discard_down_to_eight():
     hand = [k(MAPLE, c) for c in range(10)]
     s = mk(2, hands=[hand, []], main_done=True)
     ev = s.apply(0, {"end_turn": {}})
-    assert ev == [] and s.phase == "PHASE_HAND_LIMIT" and s.active_seats() == [0]
-    assert all("discard_card" in m for m in s.legal_moves(0))
+    assert s.phase == "PHASE_HAND_LIMIT" and s.active_seats() == [0]
+    # issue 14: the committed move tells every watcher that the turn seat now discards
+    assert [(e.body, e.to) for e in ev] == [
+        ({"phase_changed": {"seat": 0, "phase": "PHASE_HAND_LIMIT", "hand_size": 10}}, None)
+    ]
+    assert s.legal_moves(0) == [{"discard_card": {"card": c}} for c in hand]
     s.apply(0, {"discard_card": {"card": k(MAPLE, 9)}})
     assert s.phase == "PHASE_HAND_LIMIT" and s.turn == 0
     ev = s.apply(0, {"discard_card": {"card": k(MAPLE, 0)}})
@@ -803,14 +823,60 @@ def test_malformed_moves():
     refused(s, 0, {"discard_card": {"card": 0}}, RuleViolation, "wrong_phase")
 
 
-def test_legal_moves_list_one_card_per_face_and_accept_any_copy():
-    # Maple copies 7 and 8 are both a 1 without acorns: one legal move, either copy accepted.
+def test_legal_moves_list_every_copy_of_identical_cards():
+    # issue 9: Maple copies 7 and 8 are both a 1 without acorns: each is its own legal move
     st = stacks(2, s0={MAPLE: [k(MAPLE, Z_R)]})
-    s = mk(2, stacks=st, hands=[[k(MAPLE, O_N), k(MAPLE, O_N2)], []])
-    places = [m for m in s.legal_moves(0) if "place_card" in m]
-    assert places == [{"place_card": {"card": k(MAPLE, O_N)}}]
-    assert [m for m in s.legal_moves(0) if "discard_for_acorn" in m] == [
-        {"discard_for_acorn": {"cards": [k(MAPLE, O_N), k(MAPLE, O_N2)]}}
+    twins = [k(MAPLE, O_N), k(MAPLE, O_N2)]
+    s = mk(
+        2,
+        stacks=st,
+        hands=[[*twins, k(OAK, O_N)], []],
+        display=[k(GINKGO, Z_L), k(GINKGO, Z_L2)],
+        landscapes=[["POWER_KOI_POND"], []],
+    )
+    moves = s.legal_moves(0)
+    assert [m for m in moves if "place_card" in m] == [{"place_card": {"card": c}} for c in twins]
+    assert [m["discard_for_acorn"]["cards"] for m in moves if "discard_for_acorn" in m] == [
+        twins,
+        [twins[0], k(OAK, O_N)],
+        [twins[1], k(OAK, O_N)],
     ]
+    koi = [(m["koi_pond"]["hand_card"], m["koi_pond"]["display_card"]) for m in moves if "koi_pond" in m]
+    assert len(koi) == 3 * 2 and len(set(koi)) == 6
     s.apply(0, {"place_card": {"card": k(MAPLE, O_N2)}})
     assert s.stacks[0][MAPLE] == [k(MAPLE, Z_R), k(MAPLE, O_N2)]
+
+
+# --------------------------------------------------------------------------- platform hooks
+
+
+def test_timeout_move_ends_the_turn_when_allowed_else_the_cheapest_main_action():
+    s = mk(2, display=[k(GINKGO, Z_L)], hands=[[k(MAPLE, Z_R)], []])
+    assert s.timeout_move(0) == {"collect": {"type": "LEAF_TYPE_GINKGO"}}
+    s.apply(0, s.timeout_move(0))
+    assert s.timeout_move(0) == {"end_turn": {}}
+    s = mk(2, hands=[[k(MAPLE, Z_R), k(OAK, O_N)], []], acorns=[0, 2])  # empty display, no reveal
+    assert s.timeout_move(0) == {"place_card": {"card": k(MAPLE, Z_R)}}
+    s.apply(0, s.timeout_move(0))
+    assert s.timeout_move(0) == {"finish_play": {}}
+    s = mk(2, hands=[[k(MAPLE, c) for c in range(10)], []], main_done=True)
+    s.apply(0, {"end_turn": {}})
+    assert s.timeout_move(0) == {"discard_card": {"card": k(MAPLE, 0)}}
+    with pytest.raises(NotYourTurn):
+        s.timeout_move(1)
+
+
+def test_opening_events_are_the_deal():
+    s = State.new(3, 4, {"draft_landscapes": False})
+    events = s.opening_events()
+    assert [(kinds([e])[0], e.to) for e in events] == [
+        ("cards_drawn", None),
+        ("cards_drawn", (0,)),
+        ("cards_drawn", None),
+        ("cards_drawn", (1,)),
+        ("cards_drawn", None),
+        ("cards_drawn", (2,)),
+        ("display_added", None),
+    ]
+    assert [c["id"] for c in events[3].body["cards_drawn"]["cards"]] == s.hands[1]
+    assert [c["id"] for c in events[-1].body["display_added"]["cards"]] == s.display

@@ -48,15 +48,57 @@ def test_reveal_adds_four_cards_to_a_display_of_four():
     assert s.display == sorted(s.display, key=lambda c: (c // 14, c % 14))
 
 
-def test_reveal_never_takes_the_display_beyond_eight():
-    # Part 2: after a reveal the display may hold up to 8; leftovers from an earlier reveal stay.
+def test_reveal_adds_four_cards_to_a_display_of_seven():
+    # Part 2: a reveal adds 4 more cards, leftovers from an earlier reveal included (7 + 4 = 11)
     display = [k(MAPLE, c) for c in range(7)]
     s = mk(2, display=display)
+    ev = s.apply(0, {"reveal": {}})
+    assert len(s.display) == 11 and s.acorns[0] == 1
+    assert len(ev[1].body["display_added"]["cards"]) == 4
+
+
+def test_reveal_when_the_display_already_holds_eight():
+    # no display_full any more: a reveal at 8 is legal and shows 12 cards
+    display = [k(MAPLE, c) for c in range(5)] + [k(GINKGO, c) for c in range(3)]
+    deck = [k(OAK, O_N), k(BIRCH, Z_R), k(CHERRY, Z_L), k(OAK, Z_L), k(CHERRY, T_N)]
+    s = only_deck(3, deck, display=display, acorns=[3, 2, 2])
+    assert {"reveal": {}} in s.legal_moves(0)
+    ev = s.apply(0, {"reveal": {}})
+    assert kinds(ev) == ["acorns_changed", "display_added"]
+    assert [c["id"] for c in ev[1].body["display_added"]["cards"]] == deck[:0:-1]
+    assert len(s.display) == 12 and s.deck == [k(OAK, O_N)] and s.phase == "PHASE_COLLECT"
+    assert s.legal_moves(0) == [
+        {"collect": {"type": t}}
+        for t in (
+            "LEAF_TYPE_MAPLE",
+            "LEAF_TYPE_GINKGO",
+            "LEAF_TYPE_CHERRY",
+            "LEAF_TYPE_OAK",
+            "LEAF_TYPE_BIRCH",
+        )
+    ]
+    s.apply(0, {"collect": {"type": "LEAF_TYPE_CHERRY"}})
+    assert sorted(s.hands[0]) == sorted([k(CHERRY, Z_L), k(CHERRY, T_N)]) and len(s.display) == 10
+
+
+def test_repeated_reveals_each_add_four_and_a_short_deck_gives_what_it_holds():
+    # turn 1: reveal (4 -> 8), collect one type; turn 2: reveal again from the leftovers;
+    # the deck then holds 3 cards: the reveal adds those 3 and the end is triggered
+    display = [k(MAPLE, Z_R), k(GINKGO, Z_L), k(CHERRY, Z_L), k(OAK, Z_L)]
+    deck = [k(OAK, O_L), k(OAK, Z_R), k(OAK, O_N),  # the last three, bottom first
+            k(GINKGO, O_N), k(GINKGO, T_N), k(CHERRY, O_N), k(MAPLE, O_N)]  # fmt: skip
+    s = only_deck(2, deck, display=display, acorns=[2, 2])
     s.apply(0, {"reveal": {}})
-    assert len(s.display) == 8 and s.acorns[0] == 1
-    s = mk(2, display=[k(MAPLE, c) for c in range(8)])
-    refused(s, 0, {"reveal": {}}, RuleViolation, "display_full")
-    assert {"reveal": {}} not in s.legal_moves(0)
+    assert len(s.display) == 8 and len(s.deck) == 3
+    s.apply(0, {"collect": {"type": "LEAF_TYPE_MAPLE"}})
+    assert len(s.display) == 6 and len(s.deck) == 3  # more than 4 left: no refill
+    s.apply(0, {"end_turn": {}})
+    s.apply(1, {"reveal": {}})
+    assert len(s.display) == 9 and s.deck == []
+    assert s.ending and s.end_reason == "END_REASON_DECK_EMPTY"
+    s.apply(1, {"collect": {"type": "LEAF_TYPE_OAK"}})
+    assert sorted(s.hands[1]) == sorted([k(OAK, Z_L), k(OAK, O_L), k(OAK, Z_R), k(OAK, O_N)])
+    assert len(s.display) == 5 and s.deck == []
 
 
 def test_collect_leaves_a_large_display_as_it_is():

@@ -157,8 +157,23 @@ def recount_points(state: State, seat: int) -> dict[int, int]:
     return out
 
 
+def check_last_houses(state: State, seat: int, network: dict[int, int], supply: int) -> None:
+    """The player who ran out of houses shows exactly the supply, never more in a city than
+    their network gives it (the hand-built tests check which cities got the last points)."""
+    shown = state.house_points(seat)
+    assert sum(shown.values()) == supply
+    assert set(shown) <= set(network) and all(0 < p <= network[c] for c, p in shown.items())
+
+
+def board_points(state: State, seat: int) -> dict[int, int]:
+    """The recount, except the house winner's board (checked by ``check_last_houses``)."""
+    if state.end_reason == "END_REASON_HOUSES_EXHAUSTED" and state.winners() == [seat]:
+        return state.house_points(seat)
+    return recount_points(state, seat)
+
+
 def recount_scores(state: State) -> list[int]:
-    points = [recount_points(state, s) for s in range(state.players)]
+    points = [board_points(state, s) for s in range(state.players)]
     totals = {c: sum(p.get(c, 0) for p in points) for c in state.cities}
     keep = 1 if state.players == 2 else 3
     values = sorted((v for v in totals.values() if v > 0), reverse=True)
@@ -211,8 +226,10 @@ def check_invariants(state: State) -> None:
     supply = house_supply(state.players)
     for s in range(state.players):
         points = recount_points(state, s)
-        assert state.house_points(s) == points
-        if not (state.end_reason == "END_REASON_HOUSES_EXHAUSTED" and state.winners() == [s]):
+        if state.end_reason == "END_REASON_HOUSES_EXHAUSTED" and state.winners() == [s]:
+            check_last_houses(state, s, points, supply)
+        else:
+            assert state.house_points(s) == points
             assert sum(points.values()) < supply
     assert state.scores() == recount_scores(state)
     # round trip
@@ -303,6 +320,16 @@ def try_illegal(state: State, seat: int, moves: list[dict], rnd: random.Random) 
         assert state.to_dict() == before, move
 
 
+def check_timeout_move(state: State, seat: int, moves: list[dict]) -> None:
+    """The timeout policy picks a listed move, always the same one, and the engine takes it."""
+    move = state.timeout_move(seat)
+    assert move in moves and state.timeout_move(seat) == move
+    if state.phase == "PHASE_BUILD":
+        assert move == {"end_turn": {}}
+    copy = State.from_dict(state.to_dict())
+    assert any(e.to is None for e in copy.apply(seat, move))
+
+
 def all_legal_moves_accepted(state: State, seat: int, moves: list[dict]) -> None:
     snapshot = state.to_dict()
     for move in moves:
@@ -325,6 +352,9 @@ def play(players: int, seed: int, options: dict, checks: bool = True, heavy: boo
     invariant (recounts, round trip) after every route and every 10th move, all views and
     refused moves every 15th; ``heavy`` also tries every legal move on a copy every 3rd move."""
     state = State.new(players, seed, options)
+    opening = state.opening_events()
+    assert [e.to for e in opening] == [None]
+    assert opening[0].body["board_set_up"]["tiles"] == state.view(None)["tiles"]
     rnd = random.Random(seed * 7 + 1)
     player = Player(random.Random(seed * 7 + 2))
     history: list[tuple[int, dict]] = []
@@ -345,8 +375,12 @@ def play(players: int, seed: int, options: dict, checks: bool = True, heavy: boo
                     check_view(state, s)
             if heavy and step % 3 == 0:
                 all_legal_moves_accepted(state, seat, moves)
+        if checks and step % 5 == 0:
+            check_timeout_move(state, seat, moves)
         move = player.choose(state, seat, moves)
         events = state.apply(seat, json.loads(json.dumps(move)))
+        # every committed move tells every watcher something (issue 14)
+        assert any(e.to is None for e in events), move
         if checks:
             check_events(events, seat, state)
         history.append((seat, move))
@@ -371,7 +405,7 @@ def test_playouts_finish_with_everything_accounted_for(players):
         assert winners
         if state.end_reason == "END_REASON_HOUSES_EXHAUSTED":
             assert len(winners) == 1
-            assert sum(state.house_points(winners[0]).values()) >= house_supply(players)
+            assert sum(state.house_points(winners[0]).values()) == house_supply(players)
         else:
             assert any(
                 sum(state.blocks[i] for i, t in enumerate(state.tiles) if t["terrain"] == c) == 0
@@ -380,9 +414,9 @@ def test_playouts_finish_with_everything_accounted_for(players):
             keys = [
                 (
                     sc,
-                    len(recount_points(state, s)),
+                    len(board_points(state, s)),
                     sum(st[0] == s for st in state.sticks),
-                    sum(recount_points(state, s).values()),
+                    sum(board_points(state, s).values()),
                 )
                 for s, sc in enumerate(recount_scores(state))
             ]

@@ -65,6 +65,8 @@ def test_rare_events_round_trip():
     street.apply(0, lay(2, 1))
     events += [e.body for e in street.apply(0, {"build_route": {}})]
     assert "game_over" in events[-1]
+    events += [e.body for e in State.new(3, 5, {"prediction": True}).opening_events()]
+    assert "board_set_up" in events[-1]
     for e in events:
         full = {"version": "0", "seq": 0, **e}
         assert round_trip(full, morisi_pb2.MatchEvent()) == full

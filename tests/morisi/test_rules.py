@@ -877,31 +877,43 @@ def test_parallel_stick_over_three_others_costs_four():
 LONG = [(q, 0, C if q % 2 == 0 else (Y, O, R, G, B, Y, O)[q // 2]) for q in range(15)]
 
 
-@pytest.mark.parametrize("players", [2, 3])
-def test_house_supply_is_33_with_two_players_and_31_otherwise(players):
-    # six cities joined (6 x 5 = 30 house-points); a route joining two more cities brings 32
+def long_chain(players: int, last_city: int, **fields) -> State:
+    """LONG with seat 0's sticks joining cities 0, 2, ..., ``last_city`` in one network."""
     sticks = []
-    for land in (1, 3, 5, 7, 9):
+    for land in range(1, last_city, 2):
         sticks += [[0, land - 1, land], [0, land, land + 1]]
-    state = State.for_test(
+    fields.setdefault("pawns", [0, 14, 12, 10][:players])
+    return State.for_test(
         players,
         LONG,
         blocks=[0 if t[2] == C else 3 for t in LONG],
         sticks=sticks,
-        hands=[hand(Y=2, O=2)] + [hand()] * (players - 1),
-        pawns=[0, 14, 12][:players],
         phase="PHASE_BUILD",
+        **fields,
     )
+
+
+def board_total(state: State, seat: int) -> int:
+    return sum(row["points"][seat] for row in state.view(None)["cities"])
+
+
+@pytest.mark.parametrize("players", [2, 3])
+def test_house_supply_is_33_with_two_players_and_31_otherwise(players):
+    # six cities joined (6 x 5 = 30 house-points); a route joining two more cities needs 2 more
+    state = long_chain(players, 10, hands=[hand(Y=2, O=2)] + [hand()] * (players - 1))
     state.apply(0, lay(12, 13))
     state.apply(0, lay(14, 13))
     events = state.apply(0, BUILD)
-    assert events[0].body["route_built"]["house_points"] == 32
-    if players == 3:  # 31 house-points in the supply: exhausted, seat 0 wins at once
-        assert (
-            state.is_over() and state.end_reason == "END_REASON_HOUSES_EXHAUSTED" and state.winners() == [0]
-        )
+    route = events[0].body["route_built"]
+    if players == 3:  # 31 in the supply: one point left, city 12 (first in tile order) takes it
+        assert route["house_points"] == 31 and route["houses_left"] == 0
+        assert route["houses"] == [{"city": 12, "points": 1}]
+        assert state.house_points(0)[12] == 1 and 14 not in state.house_points(0)
+        assert state.is_over() and state.end_reason == "END_REASON_HOUSES_EXHAUSTED"
+        assert state.winners() == [0] and board_total(state, 0) == 31
         return
-    # 33 with two players: one house-point left, the game goes on
+    # 33 with two players: 32 placed, one house-point left, the game goes on
+    assert route["house_points"] == 32 and route["houses_left"] == 1
     assert not state.is_over() and state.active_seats() == [1]
     assert state.view(1)["players"][0]["houses_left"] == 1
     state.apply(1, {"move_pawn": {"tile": 13}})
@@ -910,8 +922,81 @@ def test_house_supply_is_33_with_two_players_and_31_otherwise(players):
     state.apply(0, lay(10, 11))
     state.apply(0, lay(12, 11))
     events = state.apply(0, BUILD)
+    # the network would give 8 x 7 = 56; the board shows the supply: city 0 takes the last point
     assert state.is_over() and state.end_reason == "END_REASON_HOUSES_EXHAUSTED" and state.winners() == [0]
-    assert events[0].body["route_built"]["house_points"] == 8 * 7
+    route = events[0].body["route_built"]
+    assert route["house_points"] == 33 and route["houses_left"] == 0
+    assert route["houses"] == [{"city": 0, "points": 6}]
+    assert board_total(state, 0) == 33 and state.view(0)["players"][0]["house_points"] == 33
+
+
+def test_last_houses_go_to_the_cities_in_the_order_the_route_connects_them():
+    # 3 players, cities 0..8 joined (5 cities x 4 = 20 of 31). The route 8-9-10-11-12 first joins
+    # city 10 (second stick: 6 cities x 5 = 30), then city 12 (fourth stick: 7 x 6 = 42 > 31).
+    state = long_chain(3, 8, hands=[hand(Y=2, B=2), hand(), hand()])
+    for anchor, paid in ((8, 9), (10, 9), (10, 11), (12, 11)):
+        state.apply(0, lay(anchor, paid))
+    events = state.apply(0, BUILD)
+    # after the second stick: 0, 2, 4, 6, 8 go from 4 to 5 and city 10 gets 5 (30 placed); the
+    # fourth stick raises every city: one point is left, and city 0 is first in tile order
+    shown = state.house_points(0)
+    assert shown == {0: 6, 2: 5, 4: 5, 6: 5, 8: 5, 10: 5}
+    route = events[0].body["route_built"]
+    assert route["house_points"] == 31 and route["houses_left"] == 0
+    assert route["houses"] == [{"city": c, "points": p} for c, p in sorted(shown.items())]
+    assert [e.body for e in events[1:]] == [
+        {
+            "game_over": {
+                "reason": "END_REASON_HOUSES_EXHAUSTED",
+                "scores": state.scores(),
+                "winners": [0],
+                "predictions": [{"seat": s, "cities": []} for s in range(3)],
+            }
+        }
+    ]
+    # all sticks are on the board; city 12 shows none of seat 0's houses
+    assert len(state.sticks) == 12 and 12 not in shown
+    view = state.view(None)
+    assert {row["city"]: row["points"][0] for row in view["cities"]} == {
+        c: shown.get(c, 0) for c in state.cities
+    }
+    assert view["players"][0]["house_points"] == 31 and view["players"][0]["houses_left"] == 0
+    # scores count the board: 6 cities x 4 + the three largest (6, 5, 5 and the tied 5s: all 31)
+    assert state.scores() == [24 + 31, 0, 0]
+    again = State.from_dict(json.loads(json.dumps(state.to_dict())))
+    assert again.house_points(0) == shown and again.scores() == state.scores()
+
+
+def seed_2_position() -> State:
+    """2 players, the map of seed 2. Seat 0 has cities 8, 13, 19, 22, 24, 27 in one network (6 x 5)
+    through tile 12 and cities 3, 4 in another (1 each) through tile 7: 32 of 33 house-points."""
+    new = State.new(2, 2, {})
+    tiles = [(t["q"], t["r"], t["terrain"], t["circled"]) for t in new.tiles]
+    network_a = [(8, 12), (12, 13), (13, 18), (18, 19), (18, 24), (23, 24), (22, 23), (22, 28), (27, 28)]
+    network_b = [(3, 7), (4, 7)]
+    sticks = [[0, a, b] for a, b in network_a + network_b]
+    return State.for_test(2, tiles, blocks=list(new.blocks), sticks=sticks, pawns=[6, 32], phase="PHASE_MOVE")
+
+
+def test_seed_2_ending_shows_no_more_houses_than_the_supply():
+    # issue 13's example (2 players, seed 2, versions 161-163): move_pawn{7}, lay_stick{12, 7},
+    # build_route joins all 8 cities (8 x 7 = 56 house-points) with one house-point left
+    state = seed_2_position()
+    assert sum(state.house_points(0).values()) == 32
+    state.apply(0, {"move_pawn": {"tile": 7}})
+    assert state.hands[0] == hand(G=1)
+    state.apply(0, lay(12, 7))
+    events = state.apply(0, BUILD)
+    route = events[0].body["route_built"]
+    assert route["house_points"] == 33 and route["houses_left"] == 0
+    assert route["houses"] == [{"city": 3, "points": 2}]  # city 3: first of the raised cities
+    view = state.view(1)
+    assert sum(row["points"][0] for row in view["cities"]) == 33
+    assert all(row["total"] <= 7 for row in view["cities"])
+    assert view["players"][0]["house_points"] == 33 and view["players"][0]["houses_left"] == 0
+    assert state.is_over() and state.winners() == [0] and view["end_reason"] == "END_REASON_HOUSES_EXHAUSTED"
+    # 8 cities x 4, plus the largest city: six cities tied at 5, all counted
+    assert state.scores() == [32 + 6 * 5, 0]
 
 
 def test_legal_moves_are_steps_not_routes():
@@ -974,3 +1059,31 @@ def test_a_player_has_twenty_sticks():
     state, city, around = twenty_stick_position(20)
     unchanged(state, 0, lay(city, around[0]), RuleViolation, "stick_supply")
     assert state.legal_moves(0) == [END]
+
+
+# ---------------------------------------------------------------- platform hooks
+
+
+def test_timeout_move_builds_nothing_and_moves_to_a_block():
+    state = street(hands=[hand(Y=2), hand(), hand()])
+    state.apply(0, lay(A_, Y1))
+    assert state.timeout_move(0) == END
+    events = state.apply(0, END)
+    assert events[0].body["turn_ended"]["discarded"] == 1 and state.hands[0] == hand(Y=2)
+    # seat 1's pawn on O3: B_ (a city) is listed first, R4 is the first tile with a block
+    state = street(phase="PHASE_MOVE", pawns=[Y11, O3, E_], turn=1)
+    assert [m["move_pawn"]["tile"] for m in state.legal_moves(1)] == [B_, R4, F_]
+    assert state.timeout_move(1) == {"move_pawn": {"tile": R4}}
+    with pytest.raises(NotYourTurn):
+        state.timeout_move(0)
+
+
+def test_opening_event_is_the_public_board():
+    state = State.new(3, 9, {"prediction": True})
+    (event,) = state.opening_events()
+    assert event.to is None
+    body = event.body["board_set_up"]
+    assert body["tiles"] == state.view(None)["tiles"] and body["phase"] == "PHASE_PREDICT"
+    assert (
+        body["start_seat"] == state.start and body["house_supply"] == 31 and body["box_blocks"] == state.box
+    )
