@@ -19,7 +19,15 @@ import pytest
 from mogames.common.v1 import common_pb2
 
 from services.runtime import keys
-from services.runtime.redis_client import RedisClient, RedisUrlError, check_url, connect, parse_cluster_url
+from services.runtime.redis_client import (
+    SOCKET_TIMEOUT_S,
+    RedisClient,
+    RedisUrlError,
+    check_url,
+    connect,
+    parse_cluster_url,
+    pubsub,
+)
 from services.runtime.settings import ServiceSettings, SettingsError
 from tests.cluster_fixtures import RedisClusterProcesses, running_redis_cluster
 from tests.conftest import Cluster, running_services
@@ -96,6 +104,39 @@ async def test_the_services_really_run_on_a_cluster(cluster, redis_client, redis
     assert len(masters) == 3
     for match_id in created:
         assert await redis_client.hget(keys.match(match_id), "rev") == b"0"
+
+
+@pytest.mark.parametrize("target", ["single Redis", "Redis Cluster"])
+async def test_a_quiet_pubsub_waits_past_the_socket_timeout_and_hears_every_master(
+    target, redis_url, redis_cluster
+):
+    """The watch hub's subscription: one connection hears notifications of matches in every
+    slot, and a long silence is not an error."""
+    client = connect(redis_url if target == "single Redis" else redis_cluster.url)
+    await client.ping()
+    subscription = pubsub(client)
+    channels = [keys.match(f"quiet-{n}") for n in range(12)]  # spread over every master
+    await subscription.subscribe(*channels)
+    heard: list[bytes] = []
+
+    async def listen() -> None:
+        while len(heard) < len(channels):
+            message = await subscription.get_message(timeout=None)
+            if message and message["type"] == "message":
+                heard.append(message["channel"])
+
+    listener = asyncio.create_task(listen())
+    try:
+        await asyncio.sleep(SOCKET_TIMEOUT_S + 0.5)
+        assert not listener.done()  # still waiting, no timeout
+        for channel in channels:
+            await client.publish(channel, "1")
+        await asyncio.wait_for(listener, timeout=10)
+        assert sorted(heard) == sorted(c.encode() for c in channels)
+    finally:
+        listener.cancel()
+        await subscription.aclose()
+        await client.aclose()
 
 
 # -- a master dies during play ---------------------------------------------------------

@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlsplit
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.connection import ConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -127,13 +128,23 @@ def connect(
 
 
 def pubsub(client: RedisClient) -> PubSub:
-    """A pub/sub connection for ``client``.
+    """A pub/sub connection reaching the same Redis (or cluster) as ``client``, of its own.
 
-    Classic (not sharded) messages reach every node of a cluster, so any one node will
-    do; a random live node is picked each time, so a caller that recreates its pubsub
-    after an error moves off a node that died.
+    It waits for messages as long as it takes: no socket timeout (a quiet subscriber would
+    otherwise time out and resubscribe every few seconds) and no health-check PINGs (quiet
+    watchers cost Redis nothing); TCP keepalive notices a peer that vanished. On a cluster,
+    classic (not sharded) messages reach every node, so one node will do: a random live one
+    each time, so a caller that makes a new pubsub after an error moves off a dead node.
+    ``aclose()`` closes its connection.
     """
+    connection_class: Any
     if isinstance(client, aioredis.RedisCluster):
-        nodes = client.get_nodes()
-        return client.pubsub(node=random.choice(nodes)) if nodes else client.pubsub()
-    return client.pubsub()
+        node = random.choice(client.get_nodes())
+        connection_class, kwargs = node.connection_class, {**node.connection_kwargs}
+        kwargs.update(host=node.host, port=node.port)
+    else:
+        pool = client.connection_pool
+        connection_class, kwargs = pool.connection_class, {**pool.connection_kwargs}
+    kwargs.update(socket_timeout=None, health_check_interval=0, socket_keepalive=True)
+    dedicated = ConnectionPool(connection_class=connection_class, max_connections=1, **kwargs)
+    return aioredis.Redis.from_pool(dedicated).pubsub()
