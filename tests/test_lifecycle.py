@@ -30,7 +30,7 @@ async def test_idle_match_becomes_abandoned_and_refuses_moves(redis_url):
     client = redis_client(redis_url)
     service = MatchService(rules_module("happy_mochi"), MatchStore(client), settings, clock=clock)
     facts = await service.create_match(2, 5, {"first_player": 0})
-    tokens = [(await service.join_match(facts.match_id, name))[1] for name in ("a", "b")]
+    tokens = [(await service.join_match(facts.match_id, name)).token for name in ("a", "b")]
     assert (await service.get_match(facts.match_id)).status == IN_PROGRESS
     clock.now += 61
     assert (await service.get_match(facts.match_id)).status == ABANDONED

@@ -1,4 +1,11 @@
-"""Seat tokens: HMAC-signed, bound to one match and one seat, unguessable without the secret."""
+"""Seat tokens: HMAC-signed, bound to one match and one seat, unguessable without the secret.
+
+A token also carries its seat's token generation and its expiry. The generation is
+checked against the match record (``tables.check_current``): bumping it in the same
+commit that seats a rejoined player or a bot revokes every older token of that seat,
+atomically with the match. The expiry is checked here, on this process's clock: it is
+days away, so seconds of clock skew between replicas do not matter.
+"""
 
 from __future__ import annotations
 
@@ -6,37 +13,60 @@ import base64
 import hashlib
 import hmac
 import secrets
+from dataclasses import dataclass
 
 from services.runtime.errors import PermissionDenied, Unauthenticated
 
-_VERSION = "v1"
+_VERSION = "v2"
+_PARTS = 6
+
+
+@dataclass(frozen=True)
+class SeatGrant:
+    """What a valid token grants: a seat, under one token generation, until a time."""
+
+    seat: int
+    generation: int
+    expires_ms: int
 
 
 def new_match_id() -> str:
     return secrets.token_urlsafe(16)
 
 
-def _signature(secret: bytes, match_id: str, seat: int) -> str:
-    mac = hmac.new(secret, f"{_VERSION}.{match_id}.{seat}".encode(), hashlib.sha256).digest()
+def _signature(secret: bytes, body: str) -> str:
+    mac = hmac.new(secret, body.encode(), hashlib.sha256).digest()
     return base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
 
 
-def issue_token(secret: bytes, match_id: str, seat: int) -> str:
-    return f"{_VERSION}.{match_id}.{seat}.{_signature(secret, match_id, seat)}"
+def issue_token(secret: bytes, match_id: str, seat: int, generation: int, expires_ms: int) -> str:
+    body = f"{_VERSION}.{match_id}.{seat}.{generation}.{expires_ms}"
+    return f"{body}.{_signature(secret, body)}"
 
 
-def seat_from_token(secret: bytes, token: str, match_id: str) -> int:
-    """The seat a valid token grants in ``match_id``; raises for a bad or foreign token."""
+def grant_from_token(secret: bytes, token: str, match_id: str, now_ms: int) -> SeatGrant:
+    """What a valid, unexpired token grants in ``match_id``; raises for a bad, foreign or
+    expired token. Revocation needs the match record: ``tables.check_current``."""
     parts = token.split(".")
-    if len(parts) != 4 or parts[0] != _VERSION or not parts[2].isdigit():
+    if len(parts) != _PARTS or parts[0] != _VERSION or not all(p.isdigit() for p in parts[2:5]):
         raise Unauthenticated("authorization: malformed seat token")
-    _, token_match, seat_text, signature = parts
-    seat = int(seat_text)
-    if not hmac.compare_digest(signature, _signature(secret, token_match, seat)):
+    body, signature = token.rpartition(".")[::2]
+    if not hmac.compare_digest(signature, _signature(secret, body)):
         raise Unauthenticated("authorization: seat token signature is invalid")
+    _, token_match, seat, generation, expires_ms = parts[:5]
     if token_match != match_id:
         raise PermissionDenied(f"authorization: the token is for another match, not {match_id!r}")
-    return seat
+    if int(expires_ms) <= now_ms:
+        raise Unauthenticated(
+            "token_expired: the seat token has expired; RejoinMatch with the seat's rejoin key"
+            " issues a fresh one",
+            reason="token_expired",
+        )
+    return SeatGrant(int(seat), int(generation), int(expires_ms))
+
+
+def seat_from_token(secret: bytes, token: str, match_id: str, now_ms: int) -> int:
+    return grant_from_token(secret, token, match_id, now_ms).seat
 
 
 def bearer_token(metadata: tuple[tuple[str, str | bytes], ...] | None) -> str | None:

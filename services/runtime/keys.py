@@ -25,3 +25,20 @@ def request(match_id: str, seat: int, request_id: str) -> str:
 def game_moves(game: str) -> str:
     """Capped stream of every accepted move of one game, for downstream consumers."""
     return f"{PREFIX}:game:{game}:moves"
+
+
+def due(game: str) -> str:
+    """Sorted set of one game's live matches, scored by when a server action is next due
+    (a turn deadline, a bot's move, the idle reaper), Unix ms on Redis's clock."""
+    return f"{PREFIX}:game:{game}:due"
+
+
+def public_matches(game: str) -> str:
+    """Sorted set of one game's public matches (TableOptions.public), scored by creation ms."""
+    return f"{PREFIX}:game:{game}:public"
+
+
+def matchmaking(game: str, players: int, part: str) -> str:
+    """One matchmaking pool's keys (queue, tickets, groups), all under one hash tag per
+    (game, players) so one Lua script may touch them together."""
+    return f"{PREFIX}:{{mm:{game}:{players}}}:{part}"

@@ -12,7 +12,7 @@ import json
 import secrets
 import time
 from collections.abc import AsyncGenerator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
@@ -20,9 +20,10 @@ import structlog
 
 from services.engine import Event, GameInfo, MoveError, NotYourTurn, RuleViolation
 from services.runtime import auth, keys
-from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound
+from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from services.runtime.settings import ServiceSettings
 from services.runtime.store import MatchRecord, MatchStore, StoredEvent
+from services.runtime.tables import Seats, TableOptions, new_table
 from services.runtime.watch_hub import WatchHub
 
 WAITING = "WAITING_FOR_PLAYERS"
@@ -77,6 +78,19 @@ class MatchFacts:
     scores: list[int]
     winners: list[int]
     active_seats: list[int]
+    # Bot level of each seat ("" for a player) and the turn clocks (services/runtime/tables.py).
+    bots: list[str] = field(default_factory=list)
+    clocks: list[dict[str, int]] = field(default_factory=list)
+    table: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Joined:
+    seat: int
+    token: str
+    rejoin_key: str
+    token_expires_ms: int
+    facts: MatchFacts
 
 
 @dataclass(frozen=True)
@@ -133,6 +147,7 @@ class MatchService:
         status = self._status(record)
         state = self.rules.State.from_dict(record.state)
         over = status == FINISHED
+        seats = self.seats(record)
         return MatchFacts(
             match_id=record.match_id,
             game=self.game.name,
@@ -143,38 +158,66 @@ class MatchService:
             scores=list(state.scores()),
             winners=list(state.winners()) if over else [],
             active_seats=_active_seats(state, status),
+            bots=seats.bots(),
+            clocks=seats.clocks() if status == IN_PROGRESS else [],
+            table=seats.options.to_dict(),
         )
+
+    def seats(self, record: MatchRecord) -> Seats:
+        return Seats(record.table, record.players, record.match_id)
+
+    async def load_record(self, match_id: str) -> MatchRecord:
+        return await self._load(match_id)
+
+    def status_of(self, record: MatchRecord) -> str:
+        return self._status(record)
+
+    def grant(self, token: str | None, match_id: str) -> auth.SeatGrant:
+        """The seat a token grants, refusing a missing, bad, foreign or expired one."""
+        if token is None:
+            raise auth.Unauthenticated("authorization: missing 'Bearer <token>' metadata (from JoinMatch)")
+        if not match_id:
+            raise InvalidArgument("match_id: required", field="match_id")
+        grant = auth.grant_from_token(self.settings.token_secret, token, match_id, self.now_ms())
+        structlog.contextvars.bind_contextvars(seat=grant.seat)
+        return grant
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    async def redis_now_ms(self) -> int:
+        """Redis's clock: every turn deadline is set and compared on it, not a replica's."""
+        seconds, micros = await self.store.redis.time()
+        return int(seconds) * 1000 + int(micros) // 1000
 
     async def get_match(self, match_id: str) -> MatchFacts:
         return self.facts(await self._load(match_id))
 
     async def get_view(self, match_id: str, token: str | None) -> tuple[dict[str, Any], int, int, list[int]]:
-        seat = self._seat(token, match_id)
+        grant = self.grant(token, match_id)
+        seat = grant.seat
         record = await self._load(match_id)
+        self.seats(record).check_current(grant)
         state = self.rules.State.from_dict(record.state)
         active = _active_seats(state, self._status(record))
         return state.view(seat), record.version, seat, active
 
     async def legal_moves(self, match_id: str, token: str | None) -> tuple[list[dict[str, Any]], int]:
-        seat = self._seat(token, match_id)
+        grant = self.grant(token, match_id)
+        seat = grant.seat
         record = await self._load(match_id)
+        self.seats(record).check_current(grant)
         if self._status(record) != IN_PROGRESS:
             return [], record.version
         return self.rules.State.from_dict(record.state).legal_moves(seat), record.version
 
-    def _seat(self, token: str | None, match_id: str) -> int:
-        if token is None:
-            raise auth.Unauthenticated("authorization: missing 'Bearer <token>' metadata (from JoinMatch)")
-        if not match_id:
-            raise InvalidArgument("match_id: required", field="match_id")
-        seat = auth.seat_from_token(self.settings.token_secret, token, match_id)
-        structlog.contextvars.bind_contextvars(seat=seat)
-        return seat
-
     # -- lifecycle -------------------------------------------------------------------
 
-    async def create_match(self, players: int, seed: int | None, options: dict[str, Any]) -> MatchFacts:
+    async def create_match(
+        self, players: int, seed: int | None, options: dict[str, Any], table: dict[str, Any] | None = None
+    ) -> MatchFacts:
         self.game.check_players(players)
+        table_options = TableOptions.parse(table or {}, players)
         if seed is not None and not self.settings.allow_client_seed:
             raise InvalidArgument(
                 "seed: this server chooses every match's seed; leave it unset", field="seed"
@@ -194,44 +237,134 @@ class MatchService:
             state=state.to_dict(),
             created_at=now,
             updated_at=now,
+            table=new_table(table_options, players),
         )
         await self.store.create(record, self._ttl(record))
+        await self._index(record, table_options)
         log.info("match_created", match_id=record.match_id, players=players)
         return self.facts(record)
 
-    async def join_match(self, match_id: str, player_name: str) -> tuple[int, str, MatchFacts]:
+    async def _index(self, record: MatchRecord, table: TableOptions) -> None:
+        # Own commands next to the match's write (other hash slots): the idle reaper's entry,
+        # and the lobby's list. Both are hints checked against the record when used.
+        idle_due_ms = int((record.updated_at + self.settings.abandon_after_s) * 1000)
+        await self.store.redis.zadd(keys.due(self.game.name), {record.match_id: idle_due_ms})
+        if table.public:
+            await self.store.redis.zadd(
+                keys.public_matches(self.game.name), {record.match_id: int(record.created_at * 1000)}
+            )
+
+    async def join_match(self, match_id: str, player_name: str, request_id: str = "") -> Joined:
         name = player_name.strip()
         if not name or len(name) > MAX_PLAYER_NAME:
             raise InvalidArgument(
                 f"player_name: 1 to {MAX_PLAYER_NAME} characters required", field="player_name"
             )
+        if len(request_id) > MAX_REQUEST_ID:
+            raise InvalidArgument(f"request_id: at most {MAX_REQUEST_ID} characters", field="request_id")
         while True:
             record = await self._load(match_id)
+            seats = self.seats(record)
+            seat = seats.joined_seat(request_id)
+            if seat is not None:
+                log.info("join_replayed", seat=seat)
+                return self.joined(record, seat)
             status = self._status(record)
             if status != WAITING:
                 raise FailedPrecondition(f"match_full: match is {status}, no free seat", reason="match_full")
             seat = record.seats.index(None)
-            record.seats[seat] = name
-            events = [
-                StoredEvent(
-                    0, record.event_seq + 1, None, {"player_joined": {"seat": seat, "player_name": name}}
-                )
-            ]
-            if None not in record.seats:
-                record.status = IN_PROGRESS
-                events.append(
-                    StoredEvent(0, record.event_seq + 2, None, {"match_started": {"players": record.players}})
-                )
-            record.event_seq += len(events)
-            record.updated_at = self.clock()
-            result = await self.store.commit(record, events, self._ttl(record))
-            if result.outcome == "ok":
-                record.rev = result.rev
+            seats.seat_player(seat, self.now_ms(), self.settings.token_ttl_s)
+            seats.remember_join(request_id, seat)
+            if await self.commit_events(record, self.seat_taken(record, seat, name)):
                 structlog.contextvars.bind_contextvars(seat=seat)
                 log.info("player_joined", started=record.status == IN_PROGRESS)
-                token = auth.issue_token(self.settings.token_secret, match_id, seat)
-                return seat, token, self.facts(record)
+                return self.joined(record, seat)
             # Another join won the race for this seat: read again and take the next one.
+
+    def joined(self, record: MatchRecord, seat: int) -> Joined:
+        seats = self.seats(record)
+        secret = self.settings.token_secret
+        return Joined(
+            seat,
+            seats.token(secret, seat),
+            seats.rejoin_key(secret, seat),
+            seats.expires_ms(seat),
+            self.facts(record),
+        )
+
+    def seat_taken(
+        self, record: MatchRecord, seat: int, name: str, also: tuple[Event, ...] = ()
+    ) -> list[Event]:
+        """Give ``seat`` to ``name``: its events (joined, ``also``, and started when it was the
+        last free seat)."""
+        record.seats[seat] = name
+        events = [Event({"player_joined": {"seat": seat, "player_name": name}}), *also]
+        if None not in record.seats:
+            record.status = IN_PROGRESS
+            events.append(Event({"match_started": {"players": record.players}}))
+        return events
+
+    async def commit_events(self, record: MatchRecord, events: list[Event]) -> bool:
+        """Commit ``record`` as its caller changed it (seats, status, table) with ``events``
+        appended to the current version: a join, a leave, a rejoin, a bot, an abandonment.
+        False when another write won the race (reload and decide again)."""
+        stored = [
+            StoredEvent(record.version, record.event_seq + i + 1, e.to, e.body) for i, e in enumerate(events)
+        ]
+        record.event_seq += len(stored)
+        record.updated_at = self.clock()
+        await self._clocks(record, None)
+        result = await self.store.commit(record, stored, self._ttl(record))
+        if result.outcome != "ok":
+            return False
+        record.rev = result.rev
+        return True
+
+    async def commit_server_move(
+        self,
+        record: MatchRecord,
+        seat: int,
+        move: dict[str, Any],
+        lead: list[Event],
+        timed_out: bool,
+        hand_to_bot: str = "",
+    ) -> bool:
+        """Commit a move the server makes for ``seat`` (a bot's, or a timed-out decision's)
+        through the same path as SubmitMove: ``lead`` events first, then the move's; with
+        ``hand_to_bot`` a bot of that level plays the seat from then on. False when the
+        match moved on meanwhile (a player's move, another replica): nothing was written."""
+        state = self.rules.State.from_dict(record.state)
+        events = lead + state.apply(seat, move)
+        if hand_to_bot:
+            events.append(Event({"bot_seated": {"seat": seat, "level": hand_to_bot, "reason": "timeouts"}}))
+        stored = self._advance(record, state, events)
+        await self._clocks(record, seat, timed_out, hand_to_bot)
+        result = await self.store.commit(record, stored, self._ttl(record))
+        if result.outcome != "ok":
+            return False
+        record.rev = result.rev
+        await self._publish(record, seat, move)
+        return True
+
+    async def _clocks(
+        self, record: MatchRecord, mover: int | None, timed_out: bool = False, hand_to_bot: str = ""
+    ) -> None:
+        """Set the turn clocks and bot due times the commit of ``record`` leaves, on Redis's
+        clock, and make sure the scheduler looks at the match by the earliest of them."""
+        seats = self.seats(record)
+        if hand_to_bot and mover is not None:
+            seats.seat_bot(mover, hand_to_bot)
+        if not seats.scheduled:
+            return
+        active = _active_seats(self.rules.State.from_dict(record.state), record.status)
+        now_ms = await self.redis_now_ms()
+        think_ms = self.settings.bot_think_ms
+        seats.after_change(active, None if hand_to_bot else mover, now_ms, think_ms, timed_out)
+        due = seats.next_due_ms()
+        if due is not None:
+            # Before the commit, and only ever earlier (LT): if the commit then fails, the
+            # scheduler merely looks too early and finds nothing due.
+            await self.store.redis.zadd(keys.due(self.game.name), {record.match_id: due}, lt=True)
 
     def _ttl(self, record: MatchRecord) -> int:
         if record.status in (FINISHED, ABANDONED):
@@ -252,10 +385,12 @@ class MatchService:
             raise InvalidArgument("move: no move kind set", field="move")
         if len(request_id) > MAX_REQUEST_ID:
             raise InvalidArgument(f"request_id: at most {MAX_REQUEST_ID} characters", field="request_id")
-        seat = self._seat(token, match_id)
+        grant = self.grant(token, match_id)
+        seat = grant.seat
         request_key = keys.request(match_id, seat, request_id) if request_id else None
         for _ in range(MAX_COMMIT_ATTEMPTS):
             record, answer = await self._load_for_request(match_id, request_key)
+            self.seats(record).check_current(grant)
             if answer:
                 return await self._replay(record, seat, answer)
             status = self._status(record)
@@ -275,6 +410,7 @@ class MatchService:
                     field="expected_version",
                 )
             stored = self._advance(record, state, events)
+            await self._clocks(record, seat)
             answer = json.dumps({"version": record.version})
             result = await self.store.commit(
                 record, stored, self._ttl(record), request_key, answer, self.settings.finished_ttl_s
@@ -339,14 +475,23 @@ class MatchService:
         self, match_id: str, token: str | None, after_version: int
     ) -> AsyncGenerator[StoredEvent, None]:
         """Events after ``after_version`` in order, then live ones, until the match ends."""
-        seat = None if token is None else self._seat(token, match_id)
-        await self._load(match_id)
+        grant = None if token is None else self.grant(token, match_id)
+        seat = None if grant is None else grant.seat
+        record = await self._load(match_id)
+        seats = self.seats(record)
+        if grant is not None:
+            seats.check_current(grant)
+        elif seats.options.no_spectators:
+            raise PermissionDenied(
+                "no_spectators: this match takes no spectators; watch with a seat token",
+                reason="no_spectators",
+            )
         after_id = f"{after_version}-18446744073709551615"
         async with contextlib.aclosing(self.hub.events(match_id, after_id, WATCH_IDLE_S)) as events:
             async for event in events:
                 if event is None:
-                    record = await self.store.load(match_id)
-                    if record is None or self._status(record) not in (WAITING, IN_PROGRESS):
+                    current = await self.store.load(match_id)
+                    if current is None or self._status(current) not in (WAITING, IN_PROGRESS):
                         return  # expired, or over with nothing left to send
                     continue
                 if event.visible_to(seat):

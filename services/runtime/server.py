@@ -14,6 +14,7 @@ from services.runtime.redis_client import RedisClient, connect
 from services.runtime.servicer import GameServicer
 from services.runtime.settings import ServiceSettings, SettingsError
 from services.runtime.store import MatchStore
+from services.runtime.timers import Scheduler
 
 
 async def build(
@@ -25,7 +26,10 @@ async def build(
     await client.ping()
     codec = Codec(rules.GAME)
     server = serving.new_server()
-    GameServicer(MatchService(rules, MatchStore(client), settings), codec).add_to_server(server)
+    service = MatchService(rules, MatchStore(client), settings)
+    GameServicer(service, codec).add_to_server(server)
+    # Turn timers, server bots and the idle reaper; it ends with the process's event loop.
+    Scheduler(service).start()
     checker = await serving.add_health_and_reflection(server, [rules.GAME.full_service])
     port = server.add_insecure_port(settings.listen)
     return server, checker, client, port

@@ -16,8 +16,9 @@ from google.protobuf.message import Message
 from mogames.common.v1 import common_pb2
 
 from services.runtime.auth import bearer_token
-from services.runtime.codec import Codec
-from services.runtime.matches import MatchFacts, MatchService
+from services.runtime.codec import Codec, to_dict
+from services.runtime.lifecycle import Lifecycle
+from services.runtime.matches import Joined, MatchFacts, MatchService
 
 
 def match_message(facts: MatchFacts) -> common_pb2.Match:
@@ -28,12 +29,26 @@ def match_message(facts: MatchFacts) -> common_pb2.Match:
         status=facts.status,  # type: ignore[arg-type]
         version=facts.version,
         seats=[
-            common_pb2.Seat(seat=i, player_name=name or "", taken=name is not None)
-            for i, name in enumerate(facts.seats)
+            common_pb2.Seat(
+                seat=i, player_name=name or "", taken=name is not None, bot=bool(bot), bot_level=bot
+            )
+            for i, (name, bot) in enumerate(zip(facts.seats, facts.bots, strict=True))
         ],
         scores=facts.scores,
         winners=facts.winners,
         active_seats=facts.active_seats,
+        clocks=[common_pb2.SeatClock(**clock) for clock in facts.clocks],
+        table=common_pb2.TableOptions(**facts.table),
+    )
+
+
+def joined_message(joined: Joined) -> common_pb2.JoinMatchResponse:
+    return common_pb2.JoinMatchResponse(
+        seat=joined.seat,
+        token=joined.token,
+        match=match_message(joined.facts),
+        rejoin_key=joined.rejoin_key,
+        token_expires_unix_ms=joined.token_expires_ms,
     )
 
 
@@ -48,6 +63,7 @@ def _bind(**values: Any) -> None:
 class GameServicer:
     def __init__(self, service: MatchService, codec: Codec) -> None:
         self.service = service
+        self.lifecycle = Lifecycle(service)
         self.codec = codec
         self._closing: set[asyncio.Future[None]] = set()
 
@@ -77,15 +93,16 @@ class GameServicer:
 
     async def CreateMatch(self, request: Any, context: grpc.aio.ServicerContext) -> common_pb2.Match:
         seed = request.seed if request.HasField("seed") else None
-        facts = await self.service.create_match(request.players, seed, self.codec.options(request))
+        table = to_dict(request.table)
+        facts = await self.lifecycle.create_match(request.players, seed, self.codec.options(request), table)
         return match_message(facts)
 
     async def JoinMatch(
         self, request: common_pb2.JoinMatchRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.JoinMatchResponse:
-        _bind(match_id=request.match_id)
-        seat, token, facts = await self.service.join_match(request.match_id, request.player_name)
-        return common_pb2.JoinMatchResponse(seat=seat, token=token, match=match_message(facts))
+        _bind(match_id=request.match_id, request_id=request.request_id)
+        joined = await self.service.join_match(request.match_id, request.player_name, request.request_id)
+        return joined_message(joined)
 
     async def GetMatch(
         self, request: common_pb2.GetMatchRequest, context: grpc.aio.ServicerContext
@@ -129,15 +146,21 @@ class GameServicer:
         async for event in events:
             yield self.codec.event(event)
 
-    # Player lifecycle (issue 12): answered UNIMPLEMENTED until the lifecycle lands.
-    async def LeaveMatch(self, request: Any, context: grpc.aio.ServicerContext) -> Message:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "LeaveMatch: not available yet")
-        raise AssertionError  # abort raises
+    async def LeaveMatch(
+        self, request: common_pb2.LeaveMatchRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Match:
+        _bind(match_id=request.match_id)
+        return match_message(await self.lifecycle.leave(request.match_id, _token(context)))
 
-    async def RejoinMatch(self, request: Any, context: grpc.aio.ServicerContext) -> Message:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "RejoinMatch: not available yet")
-        raise AssertionError
+    async def RejoinMatch(
+        self, request: common_pb2.RejoinMatchRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.JoinMatchResponse:
+        _bind(match_id=request.match_id)
+        return joined_message(await self.lifecycle.rejoin(request.match_id, request.rejoin_key))
 
-    async def AddBot(self, request: Any, context: grpc.aio.ServicerContext) -> Message:
-        await context.abort(grpc.StatusCode.UNIMPLEMENTED, "AddBot: not available yet")
-        raise AssertionError
+    async def AddBot(
+        self, request: common_pb2.AddBotRequest, context: grpc.aio.ServicerContext
+    ) -> common_pb2.Match:
+        _bind(match_id=request.match_id)
+        seat = request.seat if request.HasField("seat") else None
+        return match_message(await self.lifecycle.add_bot(request.match_id, seat, request.level))

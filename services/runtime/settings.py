@@ -102,6 +102,13 @@ class ServiceSettings:
     allow_client_seed: bool = True
     # Used when the URL carries none (services/runtime/redis_client.py).
     redis_password: str | None = None
+    # Player lifecycle (README, "Seats, timers and bots").
+    token_ttl_s: int = 7 * 24 * 3600
+    bot_think_ms: int = 300
+    # How often each replica looks for due timers, bot moves and idle matches, and how long
+    # one replica holds a due match before another may take it over.
+    scheduler_tick_ms: int = 200
+    scheduler_lease_ms: int = 5000
 
     @classmethod
     def from_env(cls, game: str | None = None) -> ServiceSettings:
@@ -125,6 +132,10 @@ class ServiceSettings:
             log_level=_log_level(),
             allow_client_seed=_bool("MOGAMES_ALLOW_CLIENT_SEED", True),
             redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
+            token_ttl_s=_int("MOGAMES_TOKEN_TTL_S", 7 * 24 * 3600, minimum=1),
+            bot_think_ms=_int("MOGAMES_BOT_THINK_MS", 300),
+            scheduler_tick_ms=_int("MOGAMES_SCHEDULER_TICK_MS", 200, minimum=10),
+            scheduler_lease_ms=_int("MOGAMES_SCHEDULER_LEASE_MS", 5000, minimum=100),
         )
 
 
@@ -145,6 +156,10 @@ class GatewaySettings:
     # False when web_listen is only the default: a busy default port then leaves the web
     # port off (with a warning) instead of stopping the gateway.
     web_listen_chosen: bool = True
+    # The lobby's match list and matchmaking pools (the services' Redis).
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    # FindMatch waits at most this long when the request sets no wait_seconds.
+    find_wait_s: int = 30
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
@@ -171,4 +186,6 @@ class GatewaySettings:
             web_origins=_origins("MOGAMES_WEB_ORIGINS"),
             web_root=_str("MOGAMES_WEB_ROOT", "clients/web/dist"),
             web_listen_chosen="MOGAMES_WEB_LISTEN" in os.environ,
+            redis_url=_redis_url("MOGAMES_REDIS_URL", "redis://127.0.0.1:6379/0"),
+            find_wait_s=_int("MOGAMES_FIND_WAIT_S", 30, minimum=1),
         )

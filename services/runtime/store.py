@@ -55,6 +55,8 @@ class MatchRecord:
     updated_at: float
     # Sequence number of the last event stored under the current version.
     event_seq: int = 0
+    # Seats, tokens, clocks and bots (services/runtime/tables.py owns its shape).
+    table: dict[str, Any] = field(default_factory=dict)
     rev: int = field(default=0, compare=False)
 
     def to_json(self) -> str:

@@ -1,0 +1,110 @@
+"""Seats over a match's life: bots seated at creation or added, leaving, rejoining with the
+seat's rejoin key, and ending a match as abandoned.
+
+Each operation loads the match, decides, and commits through ``MatchService.commit_events``
+(the same compare-and-set as a move), reloading when another write won the race.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+
+from services.engine import Event
+from services.runtime.errors import FailedPrecondition, InvalidArgument, Unauthenticated
+from services.runtime.matches import ABANDONED, IN_PROGRESS, WAITING, Joined, MatchFacts, MatchService
+from services.runtime.store import MatchRecord
+from services.runtime.tables import POLICY_ABANDON, bot_level
+
+log = structlog.get_logger("lifecycle")
+
+
+def abandon(service: MatchService, record: MatchRecord, reason: str) -> list[Event]:
+    """End ``record`` as ABANDONED: its events (the reason, then the usual end of match)."""
+    state = service.rules.State.from_dict(record.state)
+    record.status = ABANDONED
+    ended = {"status": ABANDONED, "scores": list(state.scores()), "winners": []}
+    return [Event({"match_abandoned": {"reason": reason}}), Event({"match_ended": ended})]
+
+
+class Lifecycle:
+    def __init__(self, service: MatchService) -> None:
+        self.service = service
+
+    async def create_match(
+        self, players: int, seed: int | None, options: dict[str, Any], table: dict[str, Any]
+    ) -> MatchFacts:
+        facts = await self.service.create_match(players, seed, options, table)
+        for seat in facts.table["bot_seats"]:
+            facts = await self.add_bot(facts.match_id, seat, facts.table["bot_level"])
+        return facts
+
+    async def add_bot(self, match_id: str, seat: int | None, level: str) -> MatchFacts:
+        level = bot_level(level, "level")
+        while True:
+            record = await self.service.load_record(match_id)
+            status = self.service.status_of(record)
+            if status != WAITING:
+                raise FailedPrecondition(f"match_full: match is {status}, no free seat", reason="match_full")
+            if seat is not None and seat >= record.players:
+                raise InvalidArgument(f"seat: the match has seats 0 to {record.players - 1}", field="seat")
+            chosen = record.seats.index(None) if seat is None else seat
+            if record.seats[chosen] is not None:
+                raise FailedPrecondition(f"seat_taken: seat {chosen} is taken", reason="seat_taken")
+            self.service.seats(record).seat_bot(chosen, level)
+            seated = Event({"bot_seated": {"seat": chosen, "level": level, "reason": "added"}})
+            events = self.service.seat_taken(record, chosen, f"bot-{chosen}", (seated,))
+            if await self.service.commit_events(record, events):
+                log.info("bot_added", match_id=match_id, seat=chosen, level=level)
+                return self.service.facts(record)
+
+    async def leave(self, match_id: str, token: str | None) -> MatchFacts:
+        grant = self.service.grant(token, match_id)
+        seat = grant.seat
+        while True:
+            record = await self.service.load_record(match_id)
+            seats = self.service.seats(record)
+            seats.check_current(grant)
+            status = self.service.status_of(record)
+            if status == WAITING:
+                record.seats[seat] = None
+                seats.free(seat)
+                events = [Event({"player_left": {"seat": seat, "seat_freed": True}})]
+            elif status == IN_PROGRESS:
+                events = [Event({"player_left": {"seat": seat, "seat_freed": False}})]
+                if seats.options.on_leave == POLICY_ABANDON:
+                    events += abandon(self.service, record, "left")
+                else:
+                    level = seats.options.bot_level
+                    seats.seat_bot(seat, level)
+                    events.append(Event({"bot_seated": {"seat": seat, "level": level, "reason": "left"}}))
+            else:
+                raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
+            if await self.service.commit_events(record, events):
+                log.info("player_left", status=record.status)
+                return self.service.facts(record)
+
+    async def rejoin(self, match_id: str, rejoin_key: str) -> Joined:
+        if not rejoin_key:
+            raise InvalidArgument("rejoin_key: required (from JoinMatch)", field="rejoin_key")
+        if not match_id:
+            raise InvalidArgument("match_id: required", field="match_id")
+        settings = self.service.settings
+        while True:
+            record = await self.service.load_record(match_id)
+            seats = self.service.seats(record)
+            seat = seats.seat_of_rejoin_key(settings.token_secret, rejoin_key)
+            if seat is None:
+                raise Unauthenticated(
+                    "rejoin_key: no seat of this match holds this key (wrong key, or the seat was left)",
+                    reason="bad_rejoin_key",
+                )
+            status = self.service.status_of(record)
+            if status not in (WAITING, IN_PROGRESS):
+                raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
+            seats.renew_token(seat, self.service.now_ms(), settings.token_ttl_s)
+            if await self.service.commit_events(record, [Event({"player_rejoined": {"seat": seat}})]):
+                structlog.contextvars.bind_contextvars(seat=seat)
+                log.info("player_rejoined")
+                return self.service.joined(record, seat)

@@ -1,0 +1,261 @@
+"""What a match record keeps about its seats beyond their names: table options, token
+generations and rejoin nonces, bots, turn clocks and timeout counts (``MatchRecord.table``).
+
+Everything here changes only inside a match commit, so a revoked token, a seated bot and
+a new deadline are atomic with the move or event that caused them. Pure functions over
+the record: no Redis, no gRPC.
+
+Times are Unix milliseconds. Turn deadlines and bot due times are on Redis's clock (the
+caller passes ``TIME`` read from Redis), never a replica's own, so a replica whose clock
+runs ahead cannot fire a deadline early.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from services.runtime.auth import SeatGrant, issue_token
+from services.runtime.errors import InvalidArgument, Unauthenticated
+
+BOT_LEVELS = ("random", "policy")
+DEFAULT_MAX_TIMEOUTS = 3
+MAX_TURN_SECONDS = 7 * 24 * 3600
+MAX_TIMEOUTS_LIMIT = 1000
+POLICY_BOT = "SEAT_POLICY_BOT"
+POLICY_ABANDON = "SEAT_POLICY_ABANDON"
+
+
+@dataclass(frozen=True)
+class TableOptions:
+    turn_seconds: int = 0
+    bank_seconds: int = 0
+    max_timeouts: int = DEFAULT_MAX_TIMEOUTS
+    on_leave: str = POLICY_BOT
+    on_timeouts: str = POLICY_BOT
+    public: bool = False
+    no_spectators: bool = False
+    bot_seats: tuple[int, ...] = ()
+    bot_level: str = "random"
+
+    @classmethod
+    def parse(cls, raw: dict[str, Any], players: int) -> TableOptions:
+        """Checked options from the request's ``TableOptions`` (as a dict)."""
+        turn = int(raw.get("turn_seconds") or 0)
+        bank = int(raw.get("bank_seconds") or 0)
+        for name, value in (("turn_seconds", turn), ("bank_seconds", bank)):
+            if value > MAX_TURN_SECONDS:
+                raise InvalidArgument(f"table.{name}: at most {MAX_TURN_SECONDS}", field=f"table.{name}")
+        if bank and not turn:
+            raise InvalidArgument("table.bank_seconds: needs turn_seconds", field="table.bank_seconds")
+        max_timeouts = int(raw.get("max_timeouts") or 0) or DEFAULT_MAX_TIMEOUTS
+        if max_timeouts > MAX_TIMEOUTS_LIMIT:
+            raise InvalidArgument(
+                f"table.max_timeouts: at most {MAX_TIMEOUTS_LIMIT}", field="table.max_timeouts"
+            )
+        bot_seats = tuple(int(s) for s in raw.get("bot_seats") or ())
+        if len(set(bot_seats)) != len(bot_seats) or any(s >= players for s in bot_seats):
+            raise InvalidArgument(
+                f"table.bot_seats: distinct seats below {players} required", field="table.bot_seats"
+            )
+        return cls(
+            turn_seconds=turn,
+            bank_seconds=bank,
+            max_timeouts=max_timeouts,
+            on_leave=_policy(raw.get("on_leave")),
+            on_timeouts=_policy(raw.get("on_timeouts")),
+            public=bool(raw.get("public")),
+            no_spectators=bool(raw.get("no_spectators")),
+            bot_seats=bot_seats,
+            bot_level=bot_level(raw.get("bot_level") or "", "table.bot_level"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.__dict__, "bot_seats": list(self.bot_seats)}
+
+
+def _policy(value: Any) -> str:
+    return POLICY_ABANDON if value in (POLICY_ABANDON, 2) else POLICY_BOT
+
+
+def bot_level(level: str, field: str) -> str:
+    level = level or "random"
+    if level not in BOT_LEVELS:
+        raise InvalidArgument(f"{field}: one of {', '.join(BOT_LEVELS)}, not {level!r}", field=field)
+    return level
+
+
+def _fresh_seat(generation: int = 0) -> dict[str, Any]:
+    # gen: token generation (a token of an older one is revoked); nonce: rejoin key salt,
+    # "" while nobody holds the seat; start_ms/due_ms: the pending decision, 0 = none.
+    return {
+        "gen": generation,
+        "exp_ms": 0,
+        "nonce": "",
+        "bot": "",
+        "timeouts": 0,
+        "bank_ms": 0,
+        "start_ms": 0,
+        "due_ms": 0,
+    }
+
+
+def new_table(options: TableOptions, players: int) -> dict[str, Any]:
+    seats = [_fresh_seat() for _ in range(players)]
+    for seat in seats:
+        seat["bank_ms"] = options.bank_seconds * 1000
+    return {"options": options.to_dict(), "seats": seats, "joins": {}}
+
+
+def options_of(record_table: dict[str, Any]) -> TableOptions:
+    raw = record_table.get("options")
+    if not raw:
+        return TableOptions()
+    return TableOptions(**{**raw, "bot_seats": tuple(raw["bot_seats"])})
+
+
+def _seats(record_table: dict[str, Any], players: int) -> list[dict[str, Any]]:
+    # Matches created before this module existed have no table: give them one in memory.
+    if "seats" not in record_table:
+        record_table.update(new_table(TableOptions(), players))
+    seats: list[dict[str, Any]] = record_table["seats"]
+    return seats
+
+
+class Seats:
+    """The seat facts of one record, read and changed in place before a commit."""
+
+    def __init__(self, table: dict[str, Any], players: int, match_id: str) -> None:
+        self.table = table
+        self.seats = _seats(table, players)
+        self.options = options_of(table)
+        self.match_id = match_id
+
+    # -- tokens and rejoin keys ---------------------------------------------------------
+
+    def check_current(self, grant: SeatGrant) -> None:
+        """Refuse a token whose generation was superseded (a rejoin, a leave, a bot)."""
+        if grant.seat >= len(self.seats) or self.seats[grant.seat]["gen"] != grant.generation:
+            raise Unauthenticated(
+                "token_revoked: this seat token was revoked (the seat was rejoined with its rejoin"
+                " key, or left)",
+                reason="token_revoked",
+            )
+
+    def seat_player(self, seat: int, now_ms: int, ttl_s: int) -> None:
+        """A player takes ``seat``: a new token generation and a new rejoin key."""
+        data = self.seats[seat]
+        data["nonce"] = secrets.token_urlsafe(12)
+        data["bot"] = ""
+        self.renew_token(seat, now_ms, ttl_s)
+
+    def renew_token(self, seat: int, now_ms: int, ttl_s: int) -> None:
+        data = self.seats[seat]
+        data["gen"] += 1
+        data["exp_ms"] = now_ms + ttl_s * 1000
+
+    def token(self, secret: bytes, seat: int) -> str:
+        data = self.seats[seat]
+        return issue_token(secret, self.match_id, seat, data["gen"], data["exp_ms"])
+
+    def expires_ms(self, seat: int) -> int:
+        return int(self.seats[seat]["exp_ms"])
+
+    def rejoin_key(self, secret: bytes, seat: int) -> str:
+        nonce = self.seats[seat]["nonce"]
+        mac = hmac.new(secret, f"rejoin.{self.match_id}.{seat}.{nonce}".encode(), hashlib.sha256)
+        return mac.hexdigest()
+
+    def seat_of_rejoin_key(self, secret: bytes, key: str) -> int | None:
+        found = None
+        for seat, data in enumerate(self.seats):
+            # Every seat is compared (in constant time) so timing does not tell which one matched.
+            if data["nonce"] and hmac.compare_digest(self.rejoin_key(secret, seat), key):
+                found = seat
+        return found
+
+    def remember_join(self, request_id: str, seat: int) -> None:
+        if request_id:
+            self.table.setdefault("joins", {})[request_id] = seat
+
+    def joined_seat(self, request_id: str) -> int | None:
+        seat = self.table.get("joins", {}).get(request_id) if request_id else None
+        return None if seat is None or not self.seats[seat]["nonce"] else int(seat)
+
+    # -- leaving and bots --------------------------------------------------------------
+
+    def free(self, seat: int) -> None:
+        """The seat is empty again; every token and the rejoin key of its player stop working."""
+        generation = self.seats[seat]["gen"] + 1
+        self.seats[seat] = _fresh_seat(generation)
+        self.seats[seat]["bank_ms"] = self.options.bank_seconds * 1000
+        self.table["joins"] = {r: s for r, s in self.table.get("joins", {}).items() if s != seat}
+
+    def seat_bot(self, seat: int, level: str) -> None:
+        """A server bot plays ``seat`` from now on; the player's token and key stop working."""
+        data = self.seats[seat]
+        data.update(gen=data["gen"] + 1, nonce="", bot=level, timeouts=0, start_ms=0, due_ms=0)
+
+    def bot(self, seat: int) -> str:
+        return str(self.seats[seat]["bot"])
+
+    def bots(self) -> list[str]:
+        return [str(data["bot"]) for data in self.seats]
+
+    # -- turn clocks -------------------------------------------------------------------
+
+    @property
+    def scheduled(self) -> bool:
+        """Whether this match needs the scheduler for more than the idle reaper."""
+        return self.options.turn_seconds > 0 or any(data["bot"] for data in self.seats)
+
+    def after_change(
+        self, active: list[int], mover: int | None, now_ms: int, think_ms: int, timed_out: bool = False
+    ) -> None:
+        """Start, keep or stop each seat's decision clock after a commit that leaves
+        ``active`` with a decision; ``mover`` just made one (itself or by timeout)."""
+        turn_ms = self.options.turn_seconds * 1000
+        for seat, data in enumerate(self.seats):
+            pending = data["start_ms"] > 0
+            if seat == mover:
+                if timed_out:
+                    data["bank_ms"] = 0
+                    data["timeouts"] += 1
+                else:
+                    overrun = max(0, now_ms - data["start_ms"] - turn_ms) if pending and turn_ms else 0
+                    data["bank_ms"] = max(0, data["bank_ms"] - overrun)
+                    data["timeouts"] = 0
+            if seat not in active:
+                data["start_ms"] = data["due_ms"] = 0
+            elif not pending or seat == mover:
+                data["start_ms"] = now_ms
+                if data["bot"]:
+                    data["due_ms"] = now_ms + think_ms
+                elif turn_ms:
+                    data["due_ms"] = now_ms + turn_ms + data["bank_ms"]
+                else:
+                    data["due_ms"] = 0
+
+    def due_seats(self, now_ms: int) -> list[int]:
+        """Seats whose pending decision the server takes now (a bot's, or a timed-out one)."""
+        return [s for s, data in enumerate(self.seats) if 0 < data["due_ms"] <= now_ms]
+
+    def next_due_ms(self) -> int | None:
+        dues = [data["due_ms"] for data in self.seats if data["due_ms"] > 0]
+        return min(dues) if dues else None
+
+    def clocks(self) -> list[dict[str, int]]:
+        """The turn clocks of seats with a pending decision (the ``SeatClock`` messages)."""
+        if not self.options.turn_seconds:
+            return []
+        return [
+            {"seat": seat, "deadline_unix_ms": data["due_ms"], "bank_ms": data["bank_ms"]}
+            for seat, data in enumerate(self.seats)
+            if data["due_ms"] > 0 and not data["bot"]
+        ]
+
+    def timeouts(self, seat: int) -> int:
+        return int(self.seats[seat]["timeouts"])

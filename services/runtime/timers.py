@@ -1,0 +1,170 @@
+"""The scheduler every replica runs: fires turn deadlines, plays server bots, reaps idle
+matches.
+
+Each game has one sorted set (``keys.due``): member a live match, score when the server
+next has something to do for it (Unix ms on Redis's clock). Every commit that brings that
+time earlier lowers the score first (``ZADD LT``, in ``MatchService``); an entry that is
+too early is harmless, the scheduler just finds nothing due and puts it back.
+
+A tick claims the due entries in one Lua script that reads Redis's ``TIME`` and moves each
+claimed entry's score to now + lease: the lease. Until it runs out no other replica sees the
+entry as due, so one replica acts; if that replica dies mid-way, the entry becomes due again
+and another takes over. What it does is committed with the match's compare-and-set, and the
+record says what is due, so a second firing of the same deadline finds it already handled.
+Then it settles the entry: the next due time, or removed once the match is over, but only
+if the score is still its lease (a commit meanwhile may have lowered it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import Any
+
+import structlog
+
+from services.engine import Event
+from services.runtime import keys
+from services.runtime.bots import bot_move, timeout_move
+from services.runtime.lifecycle import abandon
+from services.runtime.matches import IN_PROGRESS, WAITING, MatchService
+from services.runtime.store import MatchRecord
+from services.runtime.tables import POLICY_ABANDON
+
+log = structlog.get_logger("scheduler")
+
+# KEYS: the game's due set. ARGV: lease ms, most entries to claim.
+# Returns Redis's now (ms), then (match id, lease score) pairs.
+_CLAIM = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+local lease = now + tonumber(ARGV[1])
+local out = {tostring(now)}
+for _, id in ipairs(due) do
+  redis.call('ZADD', KEYS[1], lease, id)
+  out[#out + 1] = id
+end
+out[#out + 1] = tostring(lease)
+return out
+"""
+
+# KEYS: the game's due set. ARGV: match id, the lease score, next due ms ('' = remove).
+_SETTLE = """
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not score or tonumber(score) ~= tonumber(ARGV[2]) then return 0 end
+if ARGV[3] == '' then redis.call('ZREM', KEYS[1], ARGV[1])
+else redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
+return 1
+"""
+
+CLAIM_BATCH = 50
+# Server moves in a row for one match within one claim (bots answering bots).
+MAX_STEPS_PER_CLAIM = 200
+RETRY_AFTER_ERROR_S = 1.0
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Scheduler:
+    # The event loop keeps only weak references to tasks: the running schedulers live here.
+    running: set[asyncio.Task[None]] = set()  # noqa: RUF012
+
+    def __init__(self, service: MatchService) -> None:
+        self.service = service
+        self.settings = service.settings
+        redis = service.store.redis
+        self.due_key = keys.due(service.game.name)
+        self._claim = redis.register_script(_CLAIM)
+        self._settle = redis.register_script(_SETTLE)
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> asyncio.Task[None]:
+        self._task = asyncio.create_task(self.run(), name=f"scheduler-{self.service.game.name}")
+        self.running.add(self._task)
+        self._task.add_done_callback(self.running.discard)
+        return self._task
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def run(self) -> None:
+        while True:
+            try:
+                claimed = await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("scheduler_tick_failed", error=repr(error))
+                await asyncio.sleep(RETRY_AFTER_ERROR_S)
+                continue
+            if claimed < CLAIM_BATCH:
+                await asyncio.sleep(self.settings.scheduler_tick_ms / 1000)
+
+    async def claim(self) -> tuple[list[str], int]:
+        """Take the lease of every due match (up to a batch): their ids and the lease score."""
+        reply = await self._claim(keys=[self.due_key], args=[self.settings.scheduler_lease_ms, CLAIM_BATCH])
+        return [_text(v) for v in reply[1:-1]], int(_text(reply[-1]))
+
+    async def tick(self) -> int:
+        match_ids, lease = await self.claim()
+        await asyncio.gather(*(self.fire(match_id, lease) for match_id in match_ids))
+        return len(match_ids)
+
+    async def fire(self, match_id: str, lease: int) -> None:
+        """Do what is due for one claimed match, then settle its entry."""
+        started = time.monotonic()
+        record = await self.service.store.load(match_id)
+        for _ in range(MAX_STEPS_PER_CLAIM):
+            if record is None or time.monotonic() - started > self.settings.scheduler_lease_ms / 2000:
+                break
+            acted = await self.act(record, await self.service.redis_now_ms())
+            if acted is None:
+                break
+            if not acted:  # another write won: see what is due now
+                record = await self.service.store.load(match_id)
+        await self._settle(keys=[self.due_key], args=[match_id, lease, self._next_due(record)])
+
+    def _next_due(self, record: MatchRecord | None) -> str:
+        if record is None or record.status not in (WAITING, IN_PROGRESS):
+            return ""
+        idle_due = int((record.updated_at + self.settings.abandon_after_s) * 1000)
+        due = self.service.seats(record).next_due_ms()
+        return str(idle_due if due is None else min(due, idle_due))
+
+    async def act(self, record: MatchRecord, now_ms: int) -> bool | None:
+        """One server action on ``record`` if one is due at ``now_ms``: True when committed,
+        False when another write won the race, None when nothing is due."""
+        if record.status not in (WAITING, IN_PROGRESS):
+            return None
+        service = self.service
+        if (record.updated_at + self.settings.abandon_after_s) * 1000 <= now_ms:
+            log.info("match_reaped", match_id=record.match_id)
+            return await service.commit_events(record, abandon(service, record, "idle"))
+        if record.status != IN_PROGRESS:
+            return None
+        seats = service.seats(record)
+        state = service.rules.State.from_dict(record.state)
+        due = [s for s in seats.due_seats(now_ms) if s in state.active_seats()]
+        if not due:
+            return None
+        seat = due[0]
+        level = seats.bot(seat)
+        if level:
+            move = bot_move(state, seat, level, record.seed, record.version)
+            return await service.commit_server_move(record, seat, move, [], timed_out=False)
+        consecutive = seats.timeouts(seat) + 1
+        timed_out = Event({"timed_out": {"seat": seat, "consecutive": consecutive}})
+        log.info("turn_timed_out", match_id=record.match_id, seat=seat, consecutive=consecutive)
+        options = seats.options
+        if consecutive >= options.max_timeouts and options.on_timeouts == POLICY_ABANDON:
+            return await service.commit_events(record, [timed_out, *abandon(service, record, "timeouts")])
+        hand_over = options.bot_level if consecutive >= options.max_timeouts else ""
+        move = timeout_move(state, seat)
+        return await service.commit_server_move(record, seat, move, [timed_out], True, hand_over)
