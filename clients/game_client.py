@@ -33,18 +33,34 @@ class GameClient:
         self.timeout_s = timeout_s
 
     async def create(
-        self, players: int, seed: int | None = None, options: dict[str, Any] | None = None
+        self,
+        players: int,
+        seed: int | None = None,
+        options: dict[str, Any] | None = None,
+        table: common_pb2.TableOptions | None = None,
     ) -> common_pb2.Match:
-        request = self.pb2.CreateMatchRequest(players=players)
+        request = self.pb2.CreateMatchRequest(players=players, table=table)
         if seed is not None:
             request.seed = seed
         if options:
             json_format.ParseDict(options, request.options)
         return await self.stub.CreateMatch(request, timeout=self.timeout_s)
 
-    async def join(self, match_id: str, name: str) -> common_pb2.JoinMatchResponse:
-        request = common_pb2.JoinMatchRequest(match_id=match_id, player_name=name)
+    async def join(self, match_id: str, name: str, request_id: str = "") -> common_pb2.JoinMatchResponse:
+        request = common_pb2.JoinMatchRequest(match_id=match_id, player_name=name, request_id=request_id)
         return await self.stub.JoinMatch(request, timeout=self.timeout_s)
+
+    async def leave(self, match_id: str, token: str) -> common_pb2.Match:
+        request = common_pb2.LeaveMatchRequest(match_id=match_id)
+        return await self.stub.LeaveMatch(request, metadata=auth(token), timeout=self.timeout_s)
+
+    async def rejoin(self, match_id: str, rejoin_key: str) -> common_pb2.JoinMatchResponse:
+        request = common_pb2.RejoinMatchRequest(match_id=match_id, rejoin_key=rejoin_key)
+        return await self.stub.RejoinMatch(request, timeout=self.timeout_s)
+
+    async def add_bot(self, match_id: str, seat: int | None = None, level: str = "") -> common_pb2.Match:
+        request = common_pb2.AddBotRequest(match_id=match_id, seat=seat, level=level)
+        return await self.stub.AddBot(request, timeout=self.timeout_s)
 
     async def match(self, match_id: str) -> common_pb2.Match:
         return await self.stub.GetMatch(common_pb2.GetMatchRequest(match_id=match_id), timeout=self.timeout_s)

@@ -4,9 +4,11 @@ two service replicas plus a gateway, all real grpc.aio servers on loopback."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import pytest
@@ -70,6 +72,8 @@ class Cluster:
     gateway: grpc.aio.Channel
     replicas: dict[str, list[grpc.aio.Channel]]
     replicas_addresses: dict[str, list[str]]
+    # Every gateway (the first is ``gateway``).
+    gateways: list[grpc.aio.Channel] = field(default_factory=list)
 
     def client(self, game: str) -> GameClient:
         return GameClient(self.gateway, game)
@@ -79,14 +83,18 @@ class Cluster:
 
 
 @contextlib.asynccontextmanager
-async def running_services(redis_url: str, games: list[str] | None = None) -> AsyncIterator[Cluster]:
-    """Two replicas of every game (or of ``games``) and a gateway on loopback, using ``redis_url``."""
+async def running_services(
+    redis_url: str, games: list[str] | None = None, gateways: int = 1, **overrides: Any
+) -> AsyncIterator[Cluster]:
+    """Two replicas of every game (or of ``games``, with service settings changed by
+    ``overrides``) and ``gateways`` gateways on loopback, using ``redis_url``."""
     servers = []
     clients = []
     addresses: dict[str, list[str]] = {}
     for game in games or available_games():
         for _ in range(REPLICAS):
-            server, _checker, client, port = await build_service(service_settings(game, redis_url))
+            settings = dataclasses.replace(service_settings(game, redis_url), **overrides)
+            server, _checker, client, port = await build_service(settings)
             await server.start()
             servers.append(server)
             clients.append(client)
@@ -96,22 +104,29 @@ async def running_services(redis_url: str, games: list[str] | None = None) -> As
         backends={game: tuple(a) for game, a in addresses.items()},
         shutdown_grace_s=1,
         log_level="warning",
+        redis_url=redis_url,
     )
-    gateway, _checker, pools, gateway_port = await build_gateway(settings)
-    await gateway.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}")
+    gateway_servers, pools, channels = [], [], []
+    for _ in range(gateways):
+        gateway, _checker, gateway_pools, gateway_port = await build_gateway(settings)
+        await gateway.start()
+        gateway_servers.append(gateway)
+        pools += gateway_pools
+        channels.append(grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}"))
     replica_channels = {
         game: [grpc.aio.insecure_channel(address) for address in game_addresses]
         for game, game_addresses in addresses.items()
     }
     try:
-        yield Cluster(channel, replica_channels, addresses)
+        yield Cluster(channels[0], replica_channels, addresses, channels)
     finally:
-        await channel.close()
-        for channels in replica_channels.values():
-            for replica in channels:
+        for channel in channels:
+            await channel.close()
+        for replicas in replica_channels.values():
+            for replica in replicas:
                 await replica.close()
-        await gateway.stop(None)
+        for gateway in gateway_servers:
+            await gateway.stop(None)
         for pool in pools:
             await pool.close()
         for server in servers:
