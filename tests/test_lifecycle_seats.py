@@ -147,7 +147,8 @@ async def test_leaving_a_waiting_match_frees_the_seat(lifecycle_cluster):
 
 async def test_leaving_a_match_in_progress_seats_a_bot_that_finishes_it(lifecycle_cluster):
     client = client_of(lifecycle_cluster)
-    match = await client.create(2, seed=7)
+    # The default policy (a bot takes over) with the quick-playing bot level.
+    match = await client.create(2, seed=7, table=common_pb2.TableOptions(bot_level="policy"))
     ann = await client.join(match.match_id, "ann")
     bob = await client.join(match.match_id, "bob")
     tokens = {ann.seat: ann.token, bob.seat: bob.token}
@@ -155,7 +156,7 @@ async def test_leaving_a_match_in_progress_seats_a_bot_that_finishes_it(lifecycl
     watching = asyncio.create_task(history(client, match.match_id, "match_ended", timeout_s=60))
     await asyncio.sleep(0.2)
     left = await client.leave(match.match_id, ann.token)
-    assert left.seats[ann.seat].bot and left.seats[ann.seat].bot_level == "random"
+    assert left.seats[ann.seat].bot and left.seats[ann.seat].bot_level == "policy"
     assert (await refusal(client.view(match.match_id, ann.token))).reason == "token_revoked"
     await client.leave(match.match_id, bob.token)
     events = await watching

@@ -23,7 +23,7 @@ from services.runtime import auth, keys
 from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from services.runtime.settings import ServiceSettings
 from services.runtime.store import MatchRecord, MatchStore, StoredEvent
-from services.runtime.tables import Seats, TableOptions, new_table
+from services.runtime.tables import Seats, TableOptions, new_lifecycle
 from services.runtime.watch_hub import WatchHub
 
 WAITING = "WAITING_FOR_PLAYERS"
@@ -164,7 +164,7 @@ class MatchService:
         )
 
     def seats(self, record: MatchRecord) -> Seats:
-        return Seats(record.table, record.players, record.match_id)
+        return Seats(record.table, record.lifecycle, record.players, record.match_id)
 
     async def load_record(self, match_id: str) -> MatchRecord:
         return await self._load(match_id)
@@ -237,7 +237,8 @@ class MatchService:
             state=state.to_dict(),
             created_at=now,
             updated_at=now,
-            table=new_table(table_options, players),
+            table=table_options.to_dict(),
+            lifecycle=new_lifecycle(table_options, players),
         )
         await self.store.create(record, self._ttl(record))
         await self._index(record, table_options)

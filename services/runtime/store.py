@@ -55,8 +55,10 @@ class MatchRecord:
     updated_at: float
     # Sequence number of the last event stored under the current version.
     event_seq: int = 0
-    # Seats, tokens, clocks and bots (services/runtime/tables.py owns its shape).
+    # The checked TableOptions, and what they rule per seat: tokens, bots, clocks
+    # (services/runtime/tables.py owns both shapes).
     table: dict[str, Any] = field(default_factory=dict)
+    lifecycle: dict[str, Any] = field(default_factory=dict)
     rev: int = field(default=0, compare=False)
 
     def to_json(self) -> str:

@@ -1,5 +1,6 @@
-"""What a match record keeps about its seats beyond their names: table options, token
-generations and rejoin nonces, bots, turn clocks and timeout counts (``MatchRecord.table``).
+"""What a match record keeps about its seats beyond their names: token generations and
+rejoin nonces, bots, turn clocks and timeout counts (``MatchRecord.lifecycle``), ruled by
+its table options (``MatchRecord.table``, the checked ``TableOptions`` as a dict).
 
 Everything here changes only inside a match commit, so a revoked token, a seated bot and
 a new deadline are atomic with the move or event that caused them. Pure functions over
@@ -103,35 +104,30 @@ def _fresh_seat(generation: int = 0) -> dict[str, Any]:
     }
 
 
-def new_table(options: TableOptions, players: int) -> dict[str, Any]:
+def new_lifecycle(options: TableOptions, players: int) -> dict[str, Any]:
     seats = [_fresh_seat() for _ in range(players)]
     for seat in seats:
         seat["bank_ms"] = options.bank_seconds * 1000
-    return {"options": options.to_dict(), "seats": seats, "joins": {}}
+    return {"seats": seats, "joins": {}}
 
 
-def options_of(record_table: dict[str, Any]) -> TableOptions:
-    raw = record_table.get("options")
-    if not raw:
+def options_of(table: dict[str, Any]) -> TableOptions:
+    if not table:
         return TableOptions()
-    return TableOptions(**{**raw, "bot_seats": tuple(raw["bot_seats"])})
-
-
-def _seats(record_table: dict[str, Any], players: int) -> list[dict[str, Any]]:
-    # Matches created before this module existed have no table: give them one in memory.
-    if "seats" not in record_table:
-        record_table.update(new_table(TableOptions(), players))
-    seats: list[dict[str, Any]] = record_table["seats"]
-    return seats
+    known = {k: v for k, v in table.items() if k in TableOptions.__dataclass_fields__}
+    return TableOptions(**{**known, "bot_seats": tuple(known.get("bot_seats", ()))})
 
 
 class Seats:
     """The seat facts of one record, read and changed in place before a commit."""
 
-    def __init__(self, table: dict[str, Any], players: int, match_id: str) -> None:
-        self.table = table
-        self.seats = _seats(table, players)
+    def __init__(self, table: dict[str, Any], lifecycle: dict[str, Any], players: int, match_id: str) -> None:
         self.options = options_of(table)
+        # Matches stored before this module existed have none: give them one in memory.
+        if "seats" not in lifecycle:
+            lifecycle.update(new_lifecycle(self.options, players))
+        self.lifecycle = lifecycle
+        self.seats: list[dict[str, Any]] = lifecycle["seats"]
         self.match_id = match_id
 
     # -- tokens and rejoin keys ---------------------------------------------------------
@@ -179,10 +175,10 @@ class Seats:
 
     def remember_join(self, request_id: str, seat: int) -> None:
         if request_id:
-            self.table.setdefault("joins", {})[request_id] = seat
+            self.lifecycle.setdefault("joins", {})[request_id] = seat
 
     def joined_seat(self, request_id: str) -> int | None:
-        seat = self.table.get("joins", {}).get(request_id) if request_id else None
+        seat = self.lifecycle.get("joins", {}).get(request_id) if request_id else None
         return None if seat is None or not self.seats[seat]["nonce"] else int(seat)
 
     # -- leaving and bots --------------------------------------------------------------
@@ -192,7 +188,7 @@ class Seats:
         generation = self.seats[seat]["gen"] + 1
         self.seats[seat] = _fresh_seat(generation)
         self.seats[seat]["bank_ms"] = self.options.bank_seconds * 1000
-        self.table["joins"] = {r: s for r, s in self.table.get("joins", {}).items() if s != seat}
+        self.lifecycle["joins"] = {r: s for r, s in self.lifecycle.get("joins", {}).items() if s != seat}
 
     def seat_bot(self, seat: int, level: str) -> None:
         """A server bot plays ``seat`` from now on; the player's token and key stop working."""
