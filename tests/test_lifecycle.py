@@ -10,7 +10,7 @@ import pytest
 from services.catalog import rules_module
 from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.matches import ABANDONED, IN_PROGRESS, MatchService
-from services.runtime.server import redis_client
+from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
 from tests.conftest import service_settings
 from tests.helpers import start_match
@@ -27,7 +27,7 @@ class Clock:
 async def test_idle_match_becomes_abandoned_and_refuses_moves(redis_url):
     clock = Clock()
     settings = dataclasses.replace(service_settings("happy_mochi", redis_url), abandon_after_s=60)
-    client = redis_client(redis_url)
+    client = connect(redis_url)
     service = MatchService(rules_module("happy_mochi"), MatchStore(client), settings, clock=clock)
     facts = await service.create_match(2, 5, {"first_player": 0})
     tokens = [(await service.join_match(facts.match_id, name)).token for name in ("a", "b")]
@@ -76,7 +76,7 @@ async def test_a_lost_redis_is_unavailable_not_internal():
 
 async def test_client_seeds_can_be_refused(redis_url):
     settings = dataclasses.replace(service_settings("mori", redis_url), allow_client_seed=False)
-    client = redis_client(redis_url)
+    client = connect(redis_url)
     service = MatchService(rules_module("mori"), MatchStore(client), settings)
     with pytest.raises(InvalidArgument) as refused:
         await service.create_match(3, 42, {"first_player": 0})

@@ -16,7 +16,7 @@ from deploy.redis_server import running_redis
 from services.catalog import rules_module
 from services.runtime.errors import Unauthenticated
 from services.runtime.matches import MatchService
-from services.runtime.server import redis_client
+from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
 from tests.conftest import running_services, service_settings
 from tests.helpers import refusal
@@ -115,7 +115,7 @@ async def test_an_expired_token_is_refused_with_the_right_message(redis_url):
 
     clock = Clock()
     settings = dataclasses.replace(service_settings(GAME, redis_url), token_ttl_s=60)
-    client = redis_client(redis_url)
+    client = connect(redis_url)
     service = MatchService(rules_module(GAME), MatchStore(client), settings, clock=clock)
     facts = await service.create_match(2, 5, {"first_player": 0})
     joined = await service.join_match(facts.match_id, "ann")
