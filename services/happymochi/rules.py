@@ -157,8 +157,15 @@ class State:
 
     @classmethod
     def new(cls, players: int, seed: int, options: JsonDict) -> Self:
+        state = cls._before_deal(players, seed, options)
+        state._start_round(state.options["first_player"])
+        return state
+
+    @classmethod
+    def _before_deal(cls, players: int, seed: int, options: JsonDict) -> Self:
+        """The match as it is before round 1 is dealt (``round`` 0, no cards anywhere)."""
         opts = parse_options(players, options)
-        state = cls(
+        return cls(
             players=players,
             seed=seed,
             options=opts,
@@ -182,8 +189,12 @@ class State:
             last_round_points=[],
             winner_seats=[],
         )
-        state._start_round(opts["first_player"])
-        return state
+
+    def opening_events(self) -> list[Event]:
+        # The deal depends only on the seed and the options, so round 1's set-up is dealt
+        # again on a fresh copy: the events are the same whenever they are asked for.
+        fresh = self._before_deal(self.players, self.seed, self.options)
+        return fresh._start_round(self.options["first_player"])
 
     @classmethod
     def for_test(

@@ -74,6 +74,42 @@ def test_setup_is_deterministic_and_depends_on_the_seed():
     assert State.new(4, 7, {}).hands != State.new(4, 8, {}).hands
 
 
+@pytest.mark.parametrize("players", [2, 4, 6])
+def test_opening_events_are_round_1s_deal_shaped_like_every_later_rounds(players):
+    state = State.new(players, 11, {"first_player": 1})
+    opening = state.opening_events()
+    (started,) = [e for e in opening if "round_started" in e.body]
+    assert started.to is None
+    assert started.body["round_started"] == {
+        "round": 1,
+        "start_seat": 1,
+        "central_left": rules.card_dict(state.left[-1]),
+        "central_right": rules.card_dict(state.right[-1]),
+        "deck_size": len(state.deck),
+        "value_side": "VALUE_SIDE_PLUS",
+        "hand_sizes": [7] * players,
+    }
+    dealt = [e for e in opening if "hand_dealt" in e.body]
+    assert [e.to for e in dealt] == [(s,) for s in range(players)]
+    assert [e.body["hand_dealt"]["seat"] for e in dealt] == list(range(players))
+    assert [[card["id"] for card in e.body["hand_dealt"]["cards"]] for e in dealt] == state.hands
+    assert len(opening) == 1 + players
+    # A later round emits exactly these kinds, in this order, to the same audiences.
+    later = State.for_test([[c(R, 7), c(OR, 8)]] + [[c(G, 4)]] * (players - 1), [c(B, 2)], [c(U, 0)])
+    events = later.apply(0, duo(0))
+    round_2 = events[[i for i, e in enumerate(events) if "round_ended" in e.body][0] + 1 :]
+    assert [(list(e.body), e.to) for e in round_2] == [(list(e.body), e.to) for e in opening]
+
+
+def test_opening_events_do_not_change_with_play_or_change_the_state():
+    state = State.new(3, 5, {})
+    opening = state.opening_events()
+    before = state.to_dict()
+    assert state.opening_events() == opening and state.to_dict() == before
+    state.apply(0, state.legal_moves(0)[0])
+    assert state.opening_events() == opening
+
+
 def test_first_player_option():
     state = State.new(3, 5, {"first_player": 2})
     assert state.active_seats() == [2]
