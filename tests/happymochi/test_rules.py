@@ -97,7 +97,7 @@ def test_opening_events_are_round_1s_deal_shaped_like_every_later_rounds(players
     # A later round emits exactly these kinds, in this order, to the same audiences.
     later = State.for_test([[c(R, 7), c(OR, 8)]] + [[c(G, 4)]] * (players - 1), [c(B, 2)], [c(U, 0)])
     events = later.apply(0, duo(0))
-    round_2 = events[[i for i, e in enumerate(events) if "round_ended" in e.body][0] + 1 :]
+    round_2 = events[next(i for i, e in enumerate(events) if "round_ended" in e.body) + 1 :]
     assert [(list(e.body), e.to) for e in round_2] == [(list(e.body), e.to) for e in opening]
 
 
