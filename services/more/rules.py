@@ -22,6 +22,7 @@ from services.engine import (
     RuleViolation,
     rng,
 )
+from services.more import take
 from services.more.cards import (
     DECK_SIZE,
     card_dict,
@@ -85,6 +86,7 @@ def _fresh_turn(opening: bool) -> JsonDict:
 class State:
     def __init__(self, data: JsonDict) -> None:
         self.s = data
+        self._take: bool | None = None  # may the turn player take the pile (until the next move)
 
     # ---- construction and snapshots ----
 
@@ -110,6 +112,8 @@ class State:
                 "more": {"pair": [], "solo": []},
                 "more_state": {"pair": "waiting", "solo": "waiting"},
                 "melds": [],
+                "down": [False] * PLAYERS,
+                "exempt": {"pair": False, "solo": False},
                 "turn": 0,
                 "t": _fresh_turn(False),
                 "rounds": [],
@@ -193,6 +197,7 @@ class State:
     def apply(self, seat: int, move: JsonDict) -> list[Event]:
         kind, body = parse_move(move)
         self._validate(seat, kind, body)
+        self._take = None
         return getattr(self, f"_do_{kind}")(seat, body)
 
     def _validate(self, seat: int, kind: str, b: JsonDict) -> None:
@@ -223,7 +228,9 @@ class State:
                 raise RuleViolation("pile_empty", "the discard pile is empty")
             if t["no_take"]:
                 raise RuleViolation("pile_given_back", "you gave the discard pile back this turn: draw")
-            if not self._top_meldable(seat, s["discard"][-1]):
+            if self._take is None:
+                self._take = self._top_meldable(seat, s["discard"][-1])
+            if not self._take:
                 raise RuleViolation(
                     "take_pile_meld_top",
                     f"you may take the discard pile only if you can meld its top card "
@@ -336,15 +343,22 @@ class State:
             )
 
     def _top_meldable(self, seat: int, top: int) -> bool:
-        """Can ``top`` join one of the side's melds or make a new one with cards of the hand?"""
+        """Does some legal continuation of the turn meld ``top`` and end with a discard?"""
+        s = self.s
         side = self.side(seat)
-        ace_ok = self.s["scores"][seat] > THRESHOLD
-        for meld in self.s["melds"]:
-            if meld["side"] != side or (meld["kind"] == "ace_set" and not ace_ok):
-                continue
-            if extend(meld, top, True) is not None or extend(meld, top, False) is not None:
-                return True
-        return bool(three_card_melds([*self.s["hands"][seat], top], ace_ok, must_include=top))
+        counts = [0] * take.IDENTS
+        for card in (*s["hands"][seat], top):
+            counts[take.ident(card)] += 1
+        problem = take.Problem(
+            counts=counts,
+            top=take.ident(top),
+            melds=[m for m in s["melds"] if m["side"] == side],
+            ace_ok=s["scores"][seat] > THRESHOLD,
+            need=OPENING_HALVES if s["t"]["opening"] else 0,
+            locked=len(s["discard"]) - 1,
+            pile_waiting=s["more_state"][side] == "waiting",
+        )
+        return take.can_take(problem)
 
     # ---- applying (validated moves only) ----
 
@@ -470,6 +484,7 @@ class State:
         hand = s["hands"][seat]
         hand.remove(card)
         s["discard"].append(card)
+        self._went_down(seat)
         side = self.side(seat)
         went_out = not hand and s["more_state"][side] != "waiting"
         events = [Event({"discarded": {"seat": seat, "card": card_dict(card), "went_out": went_out}})]
@@ -505,11 +520,22 @@ class State:
 
     def _begin_turn(self) -> None:
         s = self.s
-        seat = s["turn"]
-        side = self.side(seat)
-        down = any(m["side"] == side for m in s["melds"])
         s["phase"] = "draw"
-        s["t"] = _fresh_turn(s["scores"][seat] > THRESHOLD and not down)
+        s["t"] = _fresh_turn(self.minimum_binds(s["turn"]))
+
+    def minimum_binds(self, seat: int) -> bool:
+        """The 7.5 going-down minimum binds ``seat``: above 1500, not down, and nobody of his side
+        has gone down with at least 7.5 (a partner who went down with less exempts nobody)."""
+        s = self.s
+        return s["scores"][seat] > THRESHOLD and not s["down"][seat] and not s["exempt"][self.side(seat)]
+
+    def _went_down(self, seat: int) -> None:
+        """Record the end of a turn: a first melding turn is the seat's going down."""
+        s, t = self.s, self.s["t"]
+        if t["melded"] and not s["down"][seat]:
+            s["down"][seat] = True
+            if t["halves"] >= OPENING_HALVES:
+                s["exempt"][self.side(seat)] = True
 
     def _start_round(self) -> list[Event]:
         s = self.s
@@ -526,6 +552,8 @@ class State:
             more={"pair": [], "solo": []},
             more_state={"pair": "waiting", "solo": "waiting"},
             melds=[],
+            down=[False] * PLAYERS,
+            exempt={"pair": False, "solo": False},
             turn=(s["dealer"] + 1) % PLAYERS,
             t=_fresh_turn(False),
         )
@@ -636,6 +664,7 @@ class State:
             "locked_cards": list(t["locked"]),
             "opening": t["opening"],
             "opening_half_points": t["halves"],
+            "minimum_binds": [dealt and self.minimum_binds(p) for p in range(PLAYERS)],
             "can_take_back": self._can_take_back(),
             "melding_closed": t["closed"],
             "bid_made": [b >= 0 for b in s["bids"]] if s["options"]["bid_for_solo"] else [],

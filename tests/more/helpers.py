@@ -44,9 +44,14 @@ def position(
     turn_info: dict[str, Any] | None = None,
     options: dict[str, Any] | None = None,
     dealer: int | None = None,
+    down: tuple[bool, bool, bool] | None = None,
+    exempt: dict[str, bool] | None = None,
 ) -> State:
     """A position with exactly these hands/melds/discard; every other card goes to the draw
-    pile and the More piles (11 each, while waiting), so all 106 cards stay accounted for."""
+    pile and the More piles (11 each, while waiting), so all 106 cards stay accounted for.
+
+    By default a side with melds on the table went down with 7.5 (``exempt``) and nobody is
+    ``down`` himself; pass both to build a 7.5-rule position."""
     state = State.new(3, 7, options or {"bid_for_solo": False, "max_rounds": 0})
     d = state.to_dict()
     melds = melds or []
@@ -75,8 +80,9 @@ def position(
         d["dealer"] = dealer
     d["solo_history"] = [solo]
     side = "solo" if turn == solo else "pair"
-    down = any(m["side"] == side for m in melds)
-    opening = scores[turn] > 1500 and not down
+    d["down"] = list(down or (False, False, False))
+    d["exempt"] = exempt or {x: any(m["side"] == x for m in melds) for x in ("pair", "solo")}
+    opening = scores[turn] > 1500 and not d["down"][turn] and not d["exempt"][side]
     d["t"] = {
         "top": -1,
         "locked": [],

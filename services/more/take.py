@@ -1,0 +1,346 @@
+"""More: may the turn player take the discard pile? An exact, bounded search.
+
+The take is legal exactly when some legal continuation of the turn melds the pile's top card
+and can end with a discard (docs/rules/more.md, "Taking the discard pile"). A continuation is
+judged by its end: which cards of the hand were melded, into which melds. Any set of valid
+final melds is reachable by the listed primitive steps, and the rules only look at the last
+step (the one that leaves 0 or 1 cards) and at the discard, so the search enumerates *final
+configurations*, not step orders.
+
+Cards are handled by identity (the two copies of a card are the same card for the rules):
+``ident = card % 52`` (suit * 13 + rank - 1), 52 for a joker. The usable cards are the hand
+before the take plus the top card; the rest of the pile is locked (it stays in the hand).
+
+The search: the top card's identity is placed first (in every new meld or meld extension
+that can hold it), then every other usable identity in a fixed order is either kept or put
+in a piece (a new run, a new ace-set, or the whole extension of one existing meld of the
+side) together with later cards. Dead ends are memoised on (cards left, melds extended,
+kept cards capped at 2, going-down value capped at 7.5, biriba flags), and a branch stops as
+soon as it can no longer reach 7.5 or as soon as stopping there is a legal end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from services.more.cards import Meld, half_points, is_dirty, wild_index
+
+JOKER = 52
+IDENTS = 53
+PANKALS = (JOKER, 1, 14, 27, 40)  # the joker and the four 2s
+HALF = (*(half_points(i) for i in range(52)), half_points(104))
+BIRIBA = 7
+
+
+def ident(card: int) -> int:
+    return JOKER if card >= 104 else card % 52
+
+
+def _natural(suit: int, pos: int) -> int:
+    """The identity that is the natural card at run position ``pos`` (1..14) of ``suit``."""
+    return suit * 13 + (0 if pos == 14 else pos - 1)
+
+
+def _positions(x: int) -> list[tuple[int, int]]:
+    """(suit, position) where identity ``x`` is a natural card."""
+    if x == JOKER:
+        return []
+    suit, rank = divmod(x, 13)
+    return [(suit, 1), (suit, 14)] if rank == 0 else [(suit, rank + 1)]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One final meld of the turn: the identities it takes from the hand, its final size and
+    dirtiness, and the existing meld it extends (-1: a new meld)."""
+
+    used: tuple[int, ...]  # sorted
+    size: int
+    dirty: bool
+    extends: int = -1
+
+
+@dataclass
+class Problem:
+    counts: list[int]  # usable identities (hand before the take + the top card)
+    top: int  # the top card's identity
+    melds: list[Meld]  # the side's melds on the table
+    ace_ok: bool
+    need: int  # going-down half points this turn needs (15 under the 7.5 rule, else 0)
+    locked: int  # cards of the pile that stay in the hand
+    pile_waiting: bool  # the side's More pile is still waiting
+    nodes: int = 0
+    memo: dict[tuple, list[tuple]] = field(default_factory=dict)
+
+
+class Made(NamedTuple):
+    """What the pieces laid so far amount to (every field: more is never worse)."""
+
+    closed: int = 0  # bit i: the side's meld i has had its extension
+    pure: bool = False  # a pure biriba among the pieces
+    dirty: bool = False  # a dirty biriba among the pieces
+    biribas: int = 0  # biribas among the pieces (capped at 2)
+    pieces: int = 0  # pieces laid (capped at 2)
+    loose: bool = True  # not (a single piece that is a biriba of exactly 7 cards)
+
+    def add(self, piece: Piece) -> Made:
+        biriba = piece.size >= BIRIBA
+        return Made(
+            self.closed | (1 << piece.extends if piece.extends >= 0 else 0),
+            self.pure or (biriba and not piece.dirty),
+            self.dirty or (biriba and piece.dirty),
+            min(self.biribas + biriba, 2),
+            min(self.pieces + 1, 2),
+            self.pieces > 0 or piece.size != BIRIBA,
+        )
+
+
+def can_take(problem: Problem) -> bool:
+    """True when some legal continuation melds the top card and ends with a legal discard."""
+    p = problem
+    if p.counts[p.top] == 0:
+        return False
+    # a card no piece can hold now never will (cards only leave): it simply stays in the hand
+    idle = [x for x, n in enumerate(p.counts) if n and next(_pieces(p, x, p.counts, 0), None) is None]
+    if p.top in idle:
+        return False
+    for x in idle:
+        p.locked += p.counts[x]
+        p.counts[x] = 0
+    return any(_take_piece(p, piece, Made(), 0, 0) for piece in _ordered(p, p.top, 0))
+
+
+def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:
+    """The pieces holding ``x``, most going-down value first (a 7.5 opening is found early)."""
+    pieces = {
+        Piece(tuple(sorted(q.used)), q.size, q.dirty, q.extends) for q in _pieces(p, x, p.counts, closed)
+    }
+    return sorted(pieces, key=lambda piece: (-sum(HALF[i] for i in piece.used), piece.used, piece.extends))
+
+
+def _take_piece(p: Problem, piece: Piece, made: Made, kept: int, halves: int) -> bool:
+    counts = p.counts
+    for x in piece.used:
+        counts[x] -= 1
+    found = _search(p, made.add(piece), kept, halves + sum(HALF[x] for x in piece.used))
+    for x in piece.used:
+        counts[x] += 1
+    return found
+
+
+def _search(p: Problem, made: Made, kept: int, halves: int) -> bool:
+    """Can the turn end well from here (the top card already melded)?"""
+    p.nodes += 1
+    counts = p.counts
+    left = sum(counts)
+    if halves >= p.need and _may_stop(p, made, kept + left + p.locked):
+        return True
+    if left == 0:
+        return False
+    if halves < p.need and halves + _upper_bound(p, made, kept) < p.need:
+        return False
+    # success only grows with kept cards, going-down value and what the pieces amount to: a
+    # dead end also condemns every later arrival at the same cards left and melds extended
+    # that has no more of any of them
+    floor = min(kept + p.locked, 2)
+    here = (floor, min(halves, p.need), *(made[1:] if floor < 2 else (True,) * 5))
+    key = (tuple(counts), made.closed)
+    dead = p.memo.get(key)
+    if dead and any(all(a <= b for a, b in zip(here, old, strict=True)) for old in dead):
+        return False
+    x = next(i for i, n in enumerate(counts) if n)
+    found = any(_take_piece(p, piece, made, kept, halves) for piece in _ordered(p, x, made.closed))
+    if not found:
+        counts[x] -= 1
+        found = _search(p, made, kept + 1, halves)
+        counts[x] += 1
+    if not found:
+        p.memo.setdefault(key, []).append(here)
+    return found
+
+
+def _upper_bound(p: Problem, made: Made, kept: int) -> int:
+    """An upper bound of the going-down value still meldable: every card left, less the
+    cheapest cards that must stay in the hand (2 in all) when no biriba can ever allow fewer."""
+    counts = p.counts
+    values = sorted(HALF[i] for i, n in enumerate(counts) for _ in range(n))
+    keep = 2 - kept - p.locked
+    if keep > 0 and not (made.biribas or _biriba_possible(p, made.closed)):
+        return sum(values[keep:])
+    return sum(values)
+
+
+def _biriba_possible(p: Problem, closed: int) -> bool:
+    """A necessary condition for a meld of 7 cards or more at the end: some suit (or the aces)
+    has enough cards left, with one pankal and the side's longest meld there."""
+    counts = p.counts
+    wild = any(counts[w] for w in PANKALS)
+    longest = [0] * 5  # per suit, 4: ace-sets
+    for i, meld in enumerate(p.melds):
+        size = len(meld["cards"])
+        if size >= BIRIBA and not closed >> i & 1:
+            return True
+        where = 4 if meld["kind"] == "ace_set" else meld["suit"]
+        longest[where] = max(longest[where], 0 if closed >> i & 1 else size)
+    for suit in range(4):
+        naturals = sum(counts[suit * 13 : suit * 13 + 13])
+        if longest[suit] + naturals + wild >= BIRIBA:
+            return True
+    aces = sum(counts[suit * 13] for suit in range(4))
+    return p.ace_ok and longest[4] + aces + wild >= BIRIBA
+
+
+def _may_stop(p: Problem, made: Made, cards_left: int) -> bool:
+    """Stopping the melding here with ``cards_left`` in hand ends the turn legally (by the discard)."""
+    if cards_left >= 2:
+        return True
+    pure, dirty, biribas = made.pure, made.dirty, made.biribas
+    for i, meld in enumerate(p.melds):
+        if not made.closed >> i & 1 and len(meld["cards"]) >= BIRIBA:
+            pure, dirty, biribas = pure or not is_dirty(meld), dirty or is_dirty(meld), biribas + 1
+    if cards_left == 1:  # the last card is discarded: it takes the More pile or goes out
+        return (biribas > 0 and p.pile_waiting) or (not p.pile_waiting and pure and dirty)
+    # the hand emptied by melding takes the More pile; the step before, leaving one card, needed
+    # a biriba on the table already: some card can be melded last without undoing the only one
+    # (a last 3-card meld goes from three cards to none)
+    if not p.pile_waiting or biribas == 0:
+        return False
+    return biribas > 1 or made.biribas == 0 or made.pieces > 1 or made.loose
+
+
+# ---- the pieces that can hold identity x ----
+
+
+def _pieces(p: Problem, x: int, counts: list[int], closed: int) -> Iterator[Piece]:
+    """Every piece holding identity ``x`` with cards of ``counts`` (x included)."""
+    wild = x in PANKALS
+    for suit in range(4):
+        if wild or x // 13 == suit:
+            yield from _runs(counts, x, suit)
+    if p.ace_ok:
+        yield from _ace_sets(counts, x, 0, 0, True)
+    for i, meld in enumerate(p.melds):
+        if closed >> i & 1:
+            continue
+        clean = wild_index(meld) < 0
+        if meld["kind"] == "ace_set":
+            if p.ace_ok:
+                size = len(meld["cards"])
+                for piece in _ace_sets(counts, x, size, 1, clean):
+                    yield Piece(piece.used, piece.size, piece.dirty or not clean, i)
+            continue
+        if not wild and x // 13 != meld["suit"]:
+            continue
+        low, high = meld["low"], meld["low"] + len(meld["cards"]) - 1
+        for used, wild in _spans(counts, x, meld["suit"], low, high, clean):
+            yield Piece(used, len(meld["cards"]) + len(used), wild or not clean, i)
+
+
+def _runs(counts: list[int], x: int, suit: int) -> Iterator[Piece]:
+    """New runs of ``suit`` (3 cards or more) holding ``x``."""
+    for p in (q for s, q in _positions(x) if s == suit):  # x as a natural card at p
+        for a, b, _ in _reach(counts, suit, p - 1, p + 1, 1):
+            if b - a >= 2:
+                for used, wild in _fill(counts, x, suit, list(range(a, b + 1)), True, 0):
+                    yield Piece(used, len(used), wild)
+    if x in PANKALS:  # x as the pankal at q, every other position natural
+        for q in range(1, 15):
+            if x != _natural(suit, q):
+                for a, b, _ in _reach(counts, suit, q - 1, q + 1, 0):
+                    if b - a >= 2:
+                        for used, wild in _fill(counts, x, suit, list(range(a, b + 1)), True, q):
+                            yield Piece(used, len(used), wild)
+
+
+def _spans(counts: list[int], x: int, suit: int, low: int, high: int, wild_ok: bool) -> Iterator[tuple]:
+    """Cards added below ``low`` and above ``high`` of a run of ``suit``, holding ``x``, with at
+    most one pankal if ``wild_ok``. Yields (identities used, whether a pankal was used)."""
+    natural = {q for s, q in _positions(x) if s == suit}
+    for a, b, _ in _reach(counts, suit, low - 1, high + 1, 1 if wild_ok else 0):
+        slots = [*range(a, low), *range(high + 1, b + 1)]
+        if natural.intersection(slots):
+            yield from _fill(counts, x, suit, slots, wild_ok, 0)
+        elif wild_ok and x in PANKALS:
+            for q in slots:
+                if x != _natural(suit, q):
+                    yield from _fill(counts, x, suit, slots, True, q)
+
+
+def _reach(counts: list[int], suit: int, below: int, above: int, gaps: int) -> Iterator[tuple[int, int, int]]:
+    """Spans [a, below] + [above, b] (each possibly empty) with at most ``gaps`` positions whose
+    natural card is missing: (a, b, missing)."""
+    downs = [(below + 1, 0)]
+    missing = 0
+    for q in range(below, 0, -1):
+        missing += counts[_natural(suit, q)] == 0
+        if missing > gaps:
+            break
+        downs.append((q, missing))
+    ups = [(above - 1, 0)]
+    missing = 0
+    for q in range(above, 15):
+        missing += counts[_natural(suit, q)] == 0
+        if missing > gaps:
+            break
+        ups.append((q, missing))
+    for a, m1 in downs:
+        for b, m2 in ups:
+            if m1 + m2 <= gaps and (a <= below or b >= above):
+                yield a, b, m1 + m2
+
+
+def _fill(
+    counts: list[int], x: int, suit: int, slots: list[int], wild_ok: bool, wild_at: int
+) -> Iterator[tuple]:
+    """Fillings of ``slots`` holding ``x``: naturals, and at most one pankal if ``wild_ok``
+    (``wild_at`` > 0: x itself is the pankal there). Yields (identities used, pankal used)."""
+    need = [_natural(suit, q) for q in slots]
+    if wild_at:
+        used = (*(n for q, n in zip(slots, need, strict=True) if q != wild_at), x)
+        if all(used.count(i) <= counts[i] for i in set(used)):
+            yield used, True
+        return
+    short = []
+    taken: dict[int, int] = {}
+    for q, n in zip(slots, need, strict=True):
+        taken[n] = taken.get(n, 0) + 1
+        if taken[n] > counts[n]:
+            short.append(q)
+    if len(short) > 1 or (short and not wild_ok):
+        return
+    # the pankal's slot: the one short position; with none short, no pankal or any position
+    # (a pankal in place of a natural card kept for elsewhere)
+    options = short if short else [0, *slots] if wild_ok else [0]
+    for slot in options:
+        base = [n for q, n in zip(slots, need, strict=True) if q != slot]
+        if slot == 0:
+            if x in base:
+                yield tuple(base), False
+            continue
+        for w in PANKALS:
+            if w == _natural(suit, slot):
+                continue  # a 2 in its own natural place is no pankal
+            used = (*base, w)
+            if x in used and used.count(w) <= counts[w]:
+                yield used, True
+
+
+def _ace_sets(counts: list[int], x: int, size: int, least: int, wild_ok: bool) -> Iterator[Piece]:
+    """Aces (and at most one pankal if ``wild_ok``) holding ``x``: a new ace-set (``size`` 0,
+    3 cards or more) or ``least`` or more cards added to an ace-set of ``size`` cards."""
+    if x % 13 != 0 and x not in PANKALS:
+        return
+    aces = [counts[suit * 13] for suit in range(4)]
+    wilds = [None, *(w for w in PANKALS if counts[w])] if wild_ok else [None]
+    for c0 in range(aces[0] + 1):
+        for c1 in range(aces[1] + 1):
+            for c2 in range(aces[2] + 1):
+                for c3 in range(aces[3] + 1):
+                    base = (0,) * c0 + (13,) * c1 + (26,) * c2 + (39,) * c3
+                    for w in wilds:
+                        used = base if w is None else (*base, w)
+                        total = size + len(used)
+                        if len(used) >= least and total >= 3 and x in used:
+                            yield Piece(used, total, w is not None)
