@@ -163,6 +163,11 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown games: {', '.join(sorted(unknown))}")
     os.environ.setdefault("MOGAMES_LOG_LEVEL", "warning")
+    # The bench picks seeds and creates every match from one address: lift those guards.
+    os.environ.setdefault("MOGAMES_ALLOW_CLIENT_SEED", "true")
+    os.environ.setdefault("MOGAMES_CREATE_LIMIT", "0")
+    os.environ.setdefault("MOGAMES_JOIN_LIMIT", "0")
+    os.environ.setdefault("MOGAMES_MAX_WAITING_PER_CLIENT", "0")
     gateway = f"127.0.0.1:{free_port()}"
     with running_system(args.games, args.replicas, gateway_listen=gateway) as system, running_echo() as echo:
         asyncio.run(bench(args, system.gateway, system.redis_url, echo))

@@ -1,88 +1,127 @@
 """Forwards every game RPC, unary and streaming, as raw bytes to that game's replicas.
 
 Deadlines, metadata (the seat token among them) and cancellation pass through; a
-backend's status, message and rich details come back to the client unchanged.
+backend's status, message and rich details come back to the client unchanged. A call
+about a match goes to the replica its match id hashes to (see backends.ReplicaPool).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
+from google.protobuf.message import DecodeError
+from mogames.common.v1 import common_pb2
 
 from gateway.backends import ReplicaPool
+from services.runtime.limits import FORWARDED_CLIENT, client_id
 
-# A unary call with no client deadline still gets one here: it waits for a replica that
-# is (re)starting, and must not wait forever when none comes back.
+# A unary call with no client deadline still gets one here: a backend that hangs must not
+# hold the call forever.
 DEFAULT_UNARY_TIMEOUT_S = 30.0
 
-# Hop-by-hop and transport headers that the outgoing call sets for itself.
-_DROP_HEADERS = ("grpc-", ":")
-_DROP_NAMES = {"user-agent", "content-type", "te", "host"}
+# Headers the outgoing call sets for itself, and the one only the gateway may set.
+_DROP_NAMES = frozenset({"user-agent", "content-type", "te", "host", FORWARDED_CLIENT})
+
+# Every request but CreateMatch has the match id as field 1: reading just that field
+# (the rest stays unparsed) is enough to route.
+_match_id_of = common_pb2.GetMatchRequest.FromString
 
 
-def _forwarded(context: grpc.aio.ServicerContext) -> tuple[tuple[str, Any], ...]:
-    return tuple(
-        (key, value)
-        for key, value in context.invocation_metadata() or ()
-        if not key.startswith(_DROP_HEADERS) and key not in _DROP_NAMES
-    )
+def _forwarded(metadata: Any) -> tuple[tuple[str, Any], ...] | None:
+    kept = tuple(m for m in metadata or () if m[0] not in _DROP_NAMES and not m[0].startswith(("grpc-", ":")))
+    return kept or None
 
 
 async def _abort_like(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
-    trailing = tuple(
-        (k, v) for k, v in (error.trailing_metadata() or ()) if not k.startswith(_DROP_HEADERS[1])
-    )
+    trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ()) if not k.startswith(":"))
     await context.abort(error.code(), error.details() or "", trailing)
+
+
+def _route_key(request: bytes) -> bytes:
+    try:
+        return _match_id_of(request).match_id.encode()
+    except (DecodeError, UnicodeError):
+        return b""  # the replica will say what is wrong with it
+
+
+@dataclass
+class Route:
+    """One method of one game: where it goes and how it is forwarded."""
+
+    pool: ReplicaPool
+    method: str
+    streaming: bool
+    by_match: bool  # route by the request's match id (field 1)
+    # Budgets are per client: tell the replica who the client is (see limits.client_id).
+    names_client: bool
+    client_id_metadata: str = ""
+
+    def __post_init__(self) -> None:
+        # One multicallable per replica, made once rather than on every call.
+        if self.streaming:
+            self.calls: list[Any] = [c.unary_stream(self.method) for c in self.pool.channels]
+        else:
+            self.calls = [c.unary_unary(self.method) for c in self.pool.channels]
+
+    def metadata(self, context: grpc.aio.ServicerContext) -> tuple[tuple[str, Any], ...] | None:
+        incoming = context.invocation_metadata()
+        kept = _forwarded(incoming)
+        if not self.names_client:
+            return kept
+        client = client_id(incoming, context.peer(), self.client_id_metadata)
+        return (*(kept or ()), (FORWARDED_CLIENT, client))
+
+    async def target(self, request: bytes) -> Any:
+        index = await self.pool.choose(_route_key(request) if self.by_match else b"")
+        return self.calls[index]
 
 
 class GameProxy(grpc.GenericRpcHandler):
     """Routes ``/mogames.<game>.v1.<Service>/<Method>`` to the pool of that service."""
 
-    def __init__(self, routes: dict[str, tuple[ReplicaPool, bool]]) -> None:
-        # method path -> (replica pool, server streaming?)
-        self.routes = routes
+    def __init__(self, routes: dict[str, Route]) -> None:
+        self.handlers = {
+            method: (
+                grpc.unary_stream_rpc_method_handler(_stream(route))
+                if route.streaming
+                else grpc.unary_unary_rpc_method_handler(_unary(route))
+            )
+            for method, route in routes.items()
+        }
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
-        route = self.routes.get(handler_call_details.method)
-        if route is None:
-            return None
-        pool, streaming = route
-        method = handler_call_details.method
-        if streaming:
-            return grpc.unary_stream_rpc_method_handler(self._stream(pool, method))
-        return grpc.unary_unary_rpc_method_handler(self._unary(pool, method))
+        return self.handlers.get(handler_call_details.method)
 
-    @staticmethod
-    def _unary(pool: ReplicaPool, method: str) -> Any:
-        async def forward(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-            call = pool.pick().unary_unary(method)
-            try:
-                return await call(
-                    request,
-                    metadata=_forwarded(context),
-                    timeout=context.time_remaining() or DEFAULT_UNARY_TIMEOUT_S,
-                    wait_for_ready=True,
-                )
-            except grpc.aio.AioRpcError as error:
-                await _abort_like(context, error)
-                raise
 
-        return forward
-
-    @staticmethod
-    def _stream(pool: ReplicaPool, method: str) -> Any:
-        async def forward(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
-            call = pool.pick().unary_stream(method)(
-                request, metadata=_forwarded(context), timeout=context.time_remaining(), wait_for_ready=True
+def _unary(route: Route) -> Any:
+    async def forward(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        call = await route.target(request)
+        try:
+            return await call(
+                request,
+                metadata=route.metadata(context),
+                timeout=context.time_remaining() or DEFAULT_UNARY_TIMEOUT_S,
             )
-            try:
-                async for response in call:
-                    yield response
-            except grpc.aio.AioRpcError as error:
-                await _abort_like(context, error)
-            finally:
-                call.cancel()  # the client went away (or we are done): release the backend stream
+        except grpc.aio.AioRpcError as error:
+            await _abort_like(context, error)
+            raise
 
-        return forward
+    return forward
+
+
+def _stream(route: Route) -> Any:
+    async def forward(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        target = await route.target(request)
+        call = target(request, metadata=route.metadata(context), timeout=context.time_remaining())
+        try:
+            async for response in call:
+                yield response
+        except grpc.aio.AioRpcError as error:
+            await _abort_like(context, error)
+        finally:
+            call.cancel()  # the client went away (or we are done): release the backend stream
+
+    return forward

@@ -4,24 +4,41 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 
 import grpc
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
 from gateway.backends import ReplicaPool, watch_health
 from gateway.lobby import LobbyServicer
-from gateway.proxy import GameProxy
+from gateway.proxy import GameProxy, Route
 from gateway.web import start_web
 from services.catalog import rules_module
-from services.runtime import logs, serving
+from services.runtime import logs, metrics, serving
 from services.runtime.codec import generated_modules
+from services.runtime.limits import ClientBudgets
 from services.runtime.settings import GatewaySettings, SettingsError
+
+
+def _routes_match_id(method: object) -> bool:
+    """Whether a method's request carries the match id as field 1 (all but CreateMatch)."""
+    first = method.input_type.fields_by_number.get(1)  # type: ignore[attr-defined]
+    return first is not None and first.name == "match_id"
+
+
+def _bind(server: grpc.aio.Server, settings: GatewaySettings) -> int:
+    if not settings.tls_cert:
+        return server.add_insecure_port(settings.listen)
+    credentials = grpc.ssl_server_credentials(
+        [(Path(settings.tls_key).read_bytes(), Path(settings.tls_cert).read_bytes())]
+    )
+    return server.add_secure_port(settings.listen, credentials)
 
 
 async def build(
     settings: GatewaySettings,
 ) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, list[ReplicaPool], int]:
-    routes: dict[str, tuple[ReplicaPool, bool]] = {}
+    routes: dict[str, Route] = {}
     pools = []
     games = []
     for game_name, addresses in settings.backends.items():
@@ -32,22 +49,38 @@ async def build(
         # Importing the game's generated code also registers its descriptors for reflection.
         service = generated_modules(game)[0].DESCRIPTOR.services_by_name[game.service]
         for method in service.methods:
-            routes[f"/{service.full_name}/{method.name}"] = (pool, method.server_streaming)
-    server = serving.new_server()
+            routes[f"/{service.full_name}/{method.name}"] = Route(
+                pool,
+                f"/{service.full_name}/{method.name}",
+                streaming=method.server_streaming,
+                by_match=_routes_match_id(method),
+                names_client=method.name in ClientBudgets.METHODS,
+                client_id_metadata=settings.limits.client_id_metadata,
+            )
+    server = serving.new_server(settings.limits)
     server.add_generic_rpc_handlers([GameProxy(routes)])
     lobby_pb2_grpc.add_LobbyServicer_to_server(LobbyServicer(games), server)
     lobby_service = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
     checker = await serving.add_health_and_reflection(
         server, [lobby_service, *(g.full_service for g in games)]
     )
-    port = server.add_insecure_port(settings.listen)
+    port = _bind(server, settings)
     return server, checker, pools, port
 
 
 async def main(settings: GatewaySettings) -> None:
     server, checker, pools, port = await build(settings)
     web = await start_web(settings, pools, port)
-    serving.log.info("gateway", port=port, web_port=web and web.port, games=sorted(settings.backends))
+    if settings.metrics_listen:
+        metrics.serve(settings.metrics_listen)
+    serving.log.info(
+        "gateway",
+        port=port,
+        web_port=web and web.port,
+        games=sorted(settings.backends),
+        tls=bool(settings.tls_cert),
+        metrics=settings.metrics_listen or None,
+    )
     health_watch = asyncio.create_task(watch_health(checker, pools))
 
     async def close() -> None:
@@ -65,7 +98,7 @@ def cli() -> None:
         settings = GatewaySettings.from_env()
     except SettingsError as error:
         sys.exit(f"mogames gateway: bad settings: {error}")
-    logs.configure(settings.log_level, service="gateway")
+    logs.configure(settings.log_level, service="gateway", replica=settings.listen)
     serving.run(main(settings))
 
 

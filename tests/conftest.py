@@ -49,6 +49,8 @@ def service_settings(game: str, redis_url: str) -> ServiceSettings:
         game_stream_maxlen=10_000,
         shutdown_grace_s=1,
         log_level="warning",
+        # Tests replay deals by seed; the server default refuses client seeds.
+        allow_client_seed=True,
     )
 
 

@@ -51,6 +51,10 @@ class MakeRun:
             "MOGAMES_FIRST_SERVICE_PORT": "0",
             "MOGAMES_GATEWAY_LISTEN": self.gateway,
             "MOGAMES_LOG_LEVEL": "warning",
+            # The bots replay deals by seed and create matches from one address.
+            "MOGAMES_ALLOW_CLIENT_SEED": "true",
+            "MOGAMES_CREATE_LIMIT": "0",
+            "MOGAMES_MAX_WAITING_PER_CLIENT": "0",
         }
         for name in ("MOGAMES_TOKEN_SECRET", "MOGAMES_REDIS_PASSWORD"):
             env.pop(name, None)  # make run's own, kept in the data folder

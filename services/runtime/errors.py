@@ -8,7 +8,8 @@ Refusals carry rich details (``grpc-status-details-bin``): an ``ErrorInfo`` whos
 from __future__ import annotations
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
+from google.protobuf.message import Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
 from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
@@ -66,6 +67,32 @@ class Unavailable(ServiceError):
     reason = "store_unavailable"
 
 
+class ResourceExhausted(ServiceError):
+    """A client went over a limit; ``retry_after_s`` goes to the client as a RetryInfo."""
+
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    reason = "rate_limited"
+
+    def __init__(self, message: str, retry_after_s: float, reason: str | None = None) -> None:
+        super().__init__(message, reason=reason)
+        self.retry_after_s = retry_after_s
+
+
+# Messages and log lines may quote client input: never more than this of it.
+MAX_ECHO_CHARS = 300
+
+
+def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, saying how much was cut."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}... ({len(text) - limit} more characters)"
+
+
+def invalid_request(message_type: str) -> InvalidArgument:
+    return InvalidArgument(f"request: not a valid {message_type} message", reason="undecodable_request")
+
+
 def to_service_error(error: Exception) -> ServiceError | None:
     """The client-facing form of a known error; None for a bug (INTERNAL)."""
     if isinstance(error, ServiceError):
@@ -86,21 +113,19 @@ def to_service_error(error: Exception) -> ServiceError | None:
 
 
 def to_status(error: ServiceError) -> grpc.Status:
-    details = []
-    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN)
-    details.append(info)
+    message = clip(error.message)
+    details: list[Message] = [error_details_pb2.ErrorInfo(reason=error.reason, domain=DOMAIN)]
     if error.field:
-        details.append(
-            error_details_pb2.BadRequest(
-                field_violations=[
-                    error_details_pb2.BadRequest.FieldViolation(field=error.field, description=error.message)
-                ]
-            )
-        )
+        violation = error_details_pb2.BadRequest.FieldViolation(field=clip(error.field), description=message)
+        details.append(error_details_pb2.BadRequest(field_violations=[violation]))
+    if isinstance(error, ResourceExhausted):
+        delay = duration_pb2.Duration()
+        delay.FromMilliseconds(max(1, round(error.retry_after_s * 1000)))
+        details.append(error_details_pb2.RetryInfo(retry_delay=delay))
     packed = []
     for detail in details:
         any_detail = any_pb2.Any()
         any_detail.Pack(detail)
         packed.append(any_detail)
-    status = status_pb2.Status(code=getattr(code_pb2, error.code.name), message=error.message, details=packed)
+    status = status_pb2.Status(code=getattr(code_pb2, error.code.name), message=message, details=packed)
     return rpc_status.to_status(status)

@@ -1,4 +1,9 @@
-"""Server interceptor shared by every process: per-call log context, access log, error mapping.
+"""Server interceptor shared by every process: what every call goes through before its handler.
+
+In order: the call's log context; decoding the request (an undecodable body is
+INVALID_ARGUMENT, not gRPC's UNKNOWN); bounds on its fields; the client's budget
+(CreateMatch/JoinMatch); then the handler, whose errors are mapped to status codes here;
+and an RPC count and latency for the metrics.
 
 The wrapper runs inside the call's own task, so the structlog contextvars it binds
 (``rpc``, then ``match_id``/``seat``/``request_id`` bound by the servicer) belong to
@@ -14,9 +19,21 @@ from typing import Any
 import grpc
 import structlog
 
-from services.runtime.errors import to_service_error, to_status
+from services.runtime import metrics
+from services.runtime.errors import clip, invalid_request, to_service_error, to_status
+from services.runtime.limits import ClientBudgets, check_fields
+from services.runtime.settings import InputLimits
 
 log = structlog.get_logger("rpc")
+
+Decode = Callable[[bytes], Any]
+
+
+def _code(context: grpc.aio.ServicerContext) -> str:
+    code = context.code()
+    if code is None:
+        return "OK"
+    return code.name if isinstance(code, grpc.StatusCode) else str(code)
 
 
 async def _abort(context: grpc.aio.ServicerContext, error: Exception, rpc: str, started: float) -> None:
@@ -26,62 +43,140 @@ async def _abort(context: grpc.aio.ServicerContext, error: Exception, rpc: str, 
         log.exception("rpc_failed", code="INTERNAL", ms=elapsed_ms)
         await context.abort(grpc.StatusCode.INTERNAL, f"{rpc}: internal error")
         return
-    log.info("rpc_refused", code=mapped.code.name, reason=mapped.reason, error=mapped.message, ms=elapsed_ms)
+    log.info(
+        "rpc_refused", code=mapped.code.name, reason=mapped.reason, error=clip(mapped.message), ms=elapsed_ms
+    )
     status = to_status(mapped)
     await context.abort(status.code, status.details, status.trailing_metadata)
 
 
-def _unary(rpc: str, behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    async def handle(request: Any, context: grpc.aio.ServicerContext) -> Any:
+class _Call:
+    """What one method's calls share: its name, decoder, bounds, budget and metrics."""
+
+    def __init__(
+        self, method: str, decode: Decode | None, limits: InputLimits | None, budgets: ClientBudgets | None
+    ) -> None:
+        service, _, rpc = method.strip("/").rpartition("/")
+        self.service = service
+        self.rpc = rpc
+        self.decode = decode
+        self.type_name = getattr(getattr(decode, "__self__", None), "DESCRIPTOR", None)
+        self.limits = limits
+        self.budgets = budgets if budgets is not None and rpc in budgets.METHODS else None
+        self.seconds = metrics.RPC_SECONDS.labels(method=rpc)
+        self.counts: dict[str, Any] = {}
+
+    def request(self, raw: Any) -> Any:
+        if self.decode is None:
+            return raw
+        try:
+            request = self.decode(raw)
+        except Exception:
+            name = self.type_name.full_name if self.type_name is not None else "request"
+            raise invalid_request(name) from None
+        if self.limits is not None:
+            check_fields(request, self.limits)
+        return request
+
+    def done(self, context: grpc.aio.ServicerContext, started: float, timed: bool) -> None:
+        code = _code(context)
+        counter = self.counts.get(code)
+        if counter is None:
+            counter = self.counts[code] = metrics.RPCS.labels(method=self.rpc, code=code)
+        counter.inc()
+        if timed:
+            self.seconds.observe(time.perf_counter() - started)
+
+
+def _unary(call: _Call, behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    rpc = call.rpc
+
+    async def handle(raw: Any, context: grpc.aio.ServicerContext) -> Any:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=rpc)
         started = time.perf_counter()
         try:
-            response = await behavior(request, context)
+            request = call.request(raw)
+            if call.budgets is None:
+                response = await behavior(request, context)
+            else:
+                client = call.budgets.who(context)
+                await call.budgets.admit(rpc, client)
+                response = await behavior(request, context)
+                await call.budgets.answered(rpc, client, response)
         except grpc.aio.AbortError:
             raise
         except Exception as error:
             await _abort(context, error, rpc, started)
             raise AssertionError("unreachable: abort raises") from error
+        finally:
+            call.done(context, started, timed=True)
         log.debug("rpc_ok", ms=round((time.perf_counter() - started) * 1000, 2))
         return response
 
     return handle
 
 
-def _stream(rpc: str, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
-    async def handle(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+def _stream(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    rpc = call.rpc
+    watches = metrics.watch_count(call.service) if rpc == "WatchMatch" else None
+
+    async def handle(raw: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=rpc)
         started = time.perf_counter()
+        match_id = None
         try:
+            request = call.request(raw)
+            if watches is not None and call.decode is not None:
+                match_id = request.match_id
+                watches.opened(match_id)
             async for response in behavior(request, context):
                 yield response
         except grpc.aio.AbortError:
             raise
         except Exception as error:
             await _abort(context, error, rpc, started)
+        finally:
+            if match_id is not None and watches is not None:
+                watches.closed(match_id)
+            call.done(context, started, timed=False)
         log.debug("rpc_ok", ms=round((time.perf_counter() - started) * 1000, 2))
 
     return handle
 
 
 class ContextInterceptor(grpc.aio.ServerInterceptor):
+    def __init__(self, limits: InputLimits | None = None, budgets: ClientBudgets | None = None) -> None:
+        self.limits = limits
+        self.budgets = budgets
+        # Method path -> the wrapped handler: built once, not on every call.
+        self._handlers: dict[str, grpc.RpcMethodHandler | None] = {}
+
     async def intercept_service(
         self,
         continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
         handler_call_details: grpc.HandlerCallDetails,
     ) -> grpc.RpcMethodHandler:
-        handler = await continuation(handler_call_details)
-        if handler is None:
-            return handler
-        rpc = handler_call_details.method.rsplit("/", 1)[-1]
+        method = handler_call_details.method
+        wrapped = self._handlers.get(method)
+        if wrapped is None:
+            handler = await continuation(handler_call_details)
+            if handler is None:
+                return handler
+            wrapped = self._handlers[method] = self._wrap(method, handler)
+        return wrapped
+
+    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
+        call = _Call(method, handler.request_deserializer, self.limits, self.budgets)
+        # The request arrives as bytes and is decoded in the wrapper (call.request), where a
+        # decoding error can be answered as the client's mistake.
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
-                _unary(rpc, handler.unary_unary), handler.request_deserializer, handler.response_serializer
+                _unary(call, handler.unary_unary), None, handler.response_serializer
             )
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
-                _stream(rpc, handler.unary_stream), handler.request_deserializer, handler.response_serializer
+                _stream(call, handler.unary_stream), None, handler.response_serializer
             )
         return handler

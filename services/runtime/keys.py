@@ -42,3 +42,16 @@ def matchmaking(game: str, players: int, part: str) -> str:
     """One matchmaking pool's keys (queue, tickets, groups), all under one hash tag per
     (game, players) so one Lua script may touch them together."""
     return f"{PREFIX}:{{mm:{game}:{players}}}:{part}"
+def rate_window(method: str, client: str, window: int) -> str:
+    """Fixed-window counter of one client's calls of one method (services.runtime.limits)."""
+    return f"{PREFIX}:rate:{method}:{client}:{window}"
+
+
+def client_waiting(client: str) -> str:
+    """Sorted set of the matches one client created that still wait for players (score: created at)."""
+    return f"{PREFIX}:client:{client}:waiting"
+
+
+def match_creator(match_id: str) -> str:
+    """Which client created a waiting match, so its start can be taken off that client's count."""
+    return f"{PREFIX}:{{{match_id}}}:creator"

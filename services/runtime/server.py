@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import grpc
+import structlog
+from grpc_health.v1 import health_pb2
 
 from services.catalog import rules_module
-from services.runtime import logs, serving
+from services.runtime import logs, metrics, serving
 from services.runtime.codec import Codec
+from services.runtime.limits import ClientBudgets
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import RedisClient, connect
 from services.runtime.servicer import GameServicer
@@ -16,16 +20,22 @@ from services.runtime.settings import ServiceSettings, SettingsError
 from services.runtime.store import MatchStore
 from services.runtime.timers import Scheduler
 
+log = structlog.get_logger("server")
+
+# How often a service checks that Redis answers, for its health.
+STORE_CHECK_S = 2.0
+_SERVING, _NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+
 
 async def build(
     settings: ServiceSettings,
 ) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, RedisClient, int]:
     """A ready-to-start server for ``settings.game``, and the port it bound."""
     rules = rules_module(settings.game)
-    client = connect(settings.redis_url, settings.redis_password)
+    client = metrics.instrument_redis(connect(settings.redis_url, settings.redis_password))
     await client.ping()
     codec = Codec(rules.GAME)
-    server = serving.new_server()
+    server = serving.new_server(settings.limits, ClientBudgets(client, settings))
     service = MatchService(rules, MatchStore(client), settings)
     GameServicer(service, codec).add_to_server(server)
     # Turn timers, server bots and the idle reaper; it ends with the process's event loop.
@@ -35,10 +45,40 @@ async def build(
     return server, checker, client, port
 
 
+async def watch_store(
+    checker: serving.health.aio.HealthServicer, client: RedisClient, service: str, every_s: float
+) -> None:
+    """NOT_SERVING (overall and for the game) while Redis does not answer a PING."""
+    up = True
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await client.ping()
+            now_up = True
+        except Exception:
+            now_up = False
+        if now_up != up:
+            up = now_up
+            (log.info if up else log.warning)("store_reachable" if up else "store_unreachable")
+            status = _SERVING if up else _NOT_SERVING
+            for name in ("", service):
+                await checker.set(name, status)
+
+
 async def main(settings: ServiceSettings) -> None:
     server, checker, client, port = await build(settings)
-    serving.log.info("game_service", game=settings.game, port=port)
-    await serving.serve_until_signalled(server, checker, settings.shutdown_grace_s, client.aclose)
+    if settings.metrics_listen:
+        metrics.serve(settings.metrics_listen)
+    serving.log.info("game_service", game=settings.game, port=port, metrics=settings.metrics_listen or None)
+    store_watch = asyncio.create_task(
+        watch_store(checker, client, rules_module(settings.game).GAME.full_service, STORE_CHECK_S)
+    )
+
+    async def close() -> None:
+        store_watch.cancel()
+        await client.aclose()
+
+    await serving.serve_until_signalled(server, checker, settings.shutdown_grace_s, close)
 
 
 def cli(argv: list[str]) -> None:
@@ -46,7 +86,7 @@ def cli(argv: list[str]) -> None:
         settings = ServiceSettings.from_env(argv[0] if argv else None)
     except SettingsError as error:
         sys.exit(f"mogames: bad settings: {error}")
-    logs.configure(settings.log_level, service=settings.game)
+    logs.configure(settings.log_level, service=settings.game, replica=settings.listen)
     serving.run(main(settings))
 
 

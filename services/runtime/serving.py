@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 
 import grpc
 import structlog
@@ -12,14 +12,40 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from services.runtime.interceptors import ContextInterceptor
+from services.runtime.limits import ClientBudgets
+from services.runtime.settings import InputLimits
 
 log = structlog.get_logger("serving")
 
 
-def new_server(options: Iterable[tuple[str, int]] = ()) -> grpc.aio.Server:
+# Connections that stay up through real networks, for the gateway and the services alike.
+KEEPALIVE_OPTIONS = [
+    # Accept client pings as often as every 5 s, with or without calls in flight: mobile
+    # clients ping every 10 s, and gRPC's default (one per 5 min on a quiet connection)
+    # answers them with GOAWAY too_many_pings after three.
+    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    # Ping quiet clients ourselves and drop those that stopped answering, so a vanished
+    # client's streams end within ~40 s even if nothing is written to them.
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.http2.max_pings_without_data", 0),
+    # Ask clients to reconnect every ~5 min (GOAWAY; calls in flight get 5 more minutes),
+    # so a balancer spreads them over replicas started since.
+    ("grpc.max_connection_age_ms", 300_000),
+    ("grpc.max_connection_age_grace_ms", 300_000),
+]
+
+
+def new_server(limits: InputLimits, budgets: ClientBudgets | None = None) -> grpc.aio.Server:
+    """A server with the keepalive policy, the input limits and the shared interceptor."""
     return grpc.aio.server(
-        interceptors=[ContextInterceptor()],
-        options=[("grpc.so_reuseport", 0), *options],
+        interceptors=[ContextInterceptor(limits, budgets)],
+        options=[
+            ("grpc.so_reuseport", 0),
+            ("grpc.max_receive_message_length", limits.max_message_bytes),
+            *KEEPALIVE_OPTIONS,
+        ],
     )
 
 

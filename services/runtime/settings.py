@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from services.runtime.redis_client import RedisUrlError, check_url
@@ -84,6 +85,38 @@ def _log_level() -> str:
     return level
 
 
+def _metrics_listen() -> str:
+    """MOGAMES_METRICS_LISTEN: host:port of the /metrics endpoint, or '' (off) when unset."""
+    name = "MOGAMES_METRICS_LISTEN"
+    return _address(name, "") if os.environ.get(name) else ""
+
+
+@dataclass(frozen=True)
+class InputLimits:
+    """Bounds on client input, in every process that decodes requests."""
+
+    # Whole request, in bytes (gRPC refuses larger ones with RESOURCE_EXHAUSTED).
+    max_message_bytes: int = 64 * 1024
+    # Any one string or bytes field, in characters (bytes).
+    max_string: int = 256
+    # Any one repeated field, in entries; a creator's custom map has its own bound.
+    max_repeated: int = 256
+    max_layout_tiles: int = 200
+    # Metadata whose value identifies a client to the rate limits (e.g. ``x-forwarded-for``
+    # set by a trusted proxy); empty: the peer's IP address.
+    client_id_metadata: str = ""
+
+    @classmethod
+    def from_env(cls) -> InputLimits:
+        return cls(
+            max_message_bytes=_int("MOGAMES_MAX_MESSAGE_BYTES", 64 * 1024, minimum=1024),
+            max_string=_int("MOGAMES_MAX_STRING", 256, minimum=64),
+            max_repeated=_int("MOGAMES_MAX_REPEATED", 256, minimum=16),
+            max_layout_tiles=_int("MOGAMES_MAX_LAYOUT_TILES", 200, minimum=16),
+            client_id_metadata=os.environ.get("MOGAMES_CLIENT_ID_METADATA", "").strip().lower(),
+        )
+
+
 @dataclass(frozen=True)
 class ServiceSettings:
     """A game service process."""
@@ -98,8 +131,8 @@ class ServiceSettings:
     shutdown_grace_s: int
     log_level: str
     # A client-chosen seed lets the match creator know every deal: fine for tests, replays
-    # and tournaments with public seeds; switch it off where that is cheating.
-    allow_client_seed: bool = True
+    # and tournaments with public seeds (turn it on there), cheating anywhere else.
+    allow_client_seed: bool = False
     # Used when the URL carries none (services/runtime/redis_client.py).
     redis_password: str | None = None
     # Player lifecycle (README, "Seats, timers and bots").
@@ -109,6 +142,15 @@ class ServiceSettings:
     # one replica holds a due match before another may take it over.
     scheduler_tick_ms: int = 200
     scheduler_lease_ms: int = 5000
+    # Input limits at the edge (services.runtime.limits), checked before any conversion.
+    limits: InputLimits = field(default_factory=lambda: InputLimits())
+    # Per-client abuse limits on CreateMatch/JoinMatch, shared by every replica through Redis.
+    # 0 turns a limit off (the defaults below are off; from_env turns them on).
+    create_per_window: int = 0
+    join_per_window: int = 0
+    rate_window_s: int = 60
+    max_waiting_per_client: int = 0
+    metrics_listen: str = ""
 
     @classmethod
     def from_env(cls, game: str | None = None) -> ServiceSettings:
@@ -130,12 +172,18 @@ class ServiceSettings:
             game_stream_maxlen=_int("MOGAMES_GAME_STREAM_MAXLEN", 100_000, minimum=1),
             shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
             log_level=_log_level(),
-            allow_client_seed=_bool("MOGAMES_ALLOW_CLIENT_SEED", True),
+            allow_client_seed=_bool("MOGAMES_ALLOW_CLIENT_SEED", False),
             redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
             token_ttl_s=_int("MOGAMES_TOKEN_TTL_S", 7 * 24 * 3600, minimum=1),
             bot_think_ms=_int("MOGAMES_BOT_THINK_MS", 300),
             scheduler_tick_ms=_int("MOGAMES_SCHEDULER_TICK_MS", 200, minimum=10),
             scheduler_lease_ms=_int("MOGAMES_SCHEDULER_LEASE_MS", 5000, minimum=100),
+            limits=InputLimits.from_env(),
+            create_per_window=_int("MOGAMES_CREATE_LIMIT", 30),
+            join_per_window=_int("MOGAMES_JOIN_LIMIT", 120),
+            rate_window_s=_int("MOGAMES_RATE_WINDOW_S", 60, minimum=1),
+            max_waiting_per_client=_int("MOGAMES_MAX_WAITING_PER_CLIENT", 10),
+            metrics_listen=_metrics_listen(),
         )
 
 
@@ -160,11 +208,22 @@ class GatewaySettings:
     redis_url: str = "redis://127.0.0.1:6379/0"
     # FindMatch waits at most this long when the request sets no wait_seconds.
     find_wait_s: int = 30
+    limits: InputLimits = field(default_factory=lambda: InputLimits())
+    metrics_listen: str = ""
+    # PEM files of the gateway's certificate chain and key; without them the gateway speaks
+    # plaintext, which it does only on a loopback address unless allow_plaintext is set.
+    tls_cert: str = ""
+    tls_key: str = ""
+    allow_plaintext: bool = False
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
         from services.catalog import GAME_PACKAGES
 
+        accepted = [f"MOGAMES_BACKENDS_{game.upper()}" for game in GAME_PACKAGES]
+        unknown = sorted(k for k in os.environ if k.startswith("MOGAMES_BACKENDS_") and k not in accepted)
+        if unknown:
+            raise SettingsError(f"{', '.join(unknown)}: no such game; accepted names: {', '.join(accepted)}")
         backends: dict[str, tuple[str, ...]] = {}
         for game in GAME_PACKAGES:
             name = f"MOGAMES_BACKENDS_{game.upper()}"
@@ -177,8 +236,8 @@ class GatewaySettings:
                 backends[game] = addresses
         if not backends:
             raise SettingsError("set MOGAMES_BACKENDS_<GAME> (e.g. MOGAMES_BACKENDS_HAPPY_MOCHI) for a game")
-        return cls(
-            listen=_address("MOGAMES_GATEWAY_LISTEN", "0.0.0.0:50051"),
+        settings = cls(
+            listen=_address("MOGAMES_GATEWAY_LISTEN", "127.0.0.1:50051"),
             backends=backends,
             shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
             log_level=_log_level(),
@@ -188,4 +247,35 @@ class GatewaySettings:
             web_listen_chosen="MOGAMES_WEB_LISTEN" in os.environ,
             redis_url=_redis_url("MOGAMES_REDIS_URL", "redis://127.0.0.1:6379/0"),
             find_wait_s=_int("MOGAMES_FIND_WAIT_S", 30, minimum=1),
+            limits=InputLimits.from_env(),
+            metrics_listen=_metrics_listen(),
+            tls_cert=_readable("MOGAMES_TLS_CERT"),
+            tls_key=_readable("MOGAMES_TLS_KEY"),
+            allow_plaintext=_bool("MOGAMES_ALLOW_PLAINTEXT", False),
         )
+        if bool(settings.tls_cert) != bool(settings.tls_key):
+            raise SettingsError("MOGAMES_TLS_CERT and MOGAMES_TLS_KEY go together: set both or neither")
+        if not settings.tls_cert and not settings.allow_plaintext and not is_loopback(settings.listen):
+            raise SettingsError(
+                f"MOGAMES_GATEWAY_LISTEN={settings.listen} is not a loopback address: set MOGAMES_TLS_CERT "
+                "and MOGAMES_TLS_KEY, or MOGAMES_ALLOW_PLAINTEXT=true behind a proxy that encrypts"
+            )
+        return settings
+
+
+def is_loopback(address: str) -> bool:
+    host = address.rpartition(":")[0].strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _readable(name: str) -> str:
+    """A path to a file this process can read, or '' when unset."""
+    path = os.environ.get(name, "")
+    if path and not os.access(path, os.R_OK):
+        raise SettingsError(f"{name}: cannot read {path!r}")
+    return path

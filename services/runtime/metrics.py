@@ -1,0 +1,124 @@
+"""Prometheus metrics of every process, served on ``MOGAMES_METRICS_LISTEN`` (off when empty).
+
+The runtime updates its own figures through the small functions below, so no other module
+needs to know prometheus_client's types.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter as Tally
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import prometheus_client
+from prometheus_client import Counter, Gauge, Histogram
+
+# Latency buckets from 0.5 ms to 10 s: a move is a few ms, a replica outage seconds.
+_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+RPCS = Counter("mogames_rpcs", "RPCs answered, by method and status code", ["method", "code"])
+RPC_SECONDS = Histogram("mogames_rpc_seconds", "Time to answer a unary RPC", ["method"], buckets=_BUCKETS)
+MOVES_COMMITTED = Counter("mogames_moves_committed", "Moves committed", ["game"])
+COMMIT_CONFLICTS = Counter(
+    "mogames_commit_conflicts", "Commits that lost a race for the match revision", ["game"]
+)
+COMMIT_RETRIES = Counter("mogames_commit_retries", "Commit attempts after a lost race", ["game"])
+WATCHERS = Gauge("mogames_watchers", "Open WatchMatch streams on this process", ["service"])
+WATCHED_MATCHES = Gauge(
+    "mogames_watched_matches", "Matches with at least one open watch on this process", ["service"]
+)
+REDIS_SECONDS = Histogram(
+    "mogames_redis_command_seconds", "Redis command (or pipeline) round trip", ["command"], buckets=_BUCKETS
+)
+BACKENDS_UP = Gauge(
+    "mogames_gateway_backends_up", "Replicas answering SERVING, per game service", ["service"]
+)
+
+
+def serve(listen: str) -> None:
+    """Serve ``/metrics`` over HTTP on ``host:port`` from a background thread."""
+    host, _, port = listen.rpartition(":")
+    prometheus_client.start_http_server(int(port), addr=host.strip("[]"))
+
+
+def move_committed(game: str) -> None:
+    MOVES_COMMITTED.labels(game=game).inc()
+
+
+def commit_conflict(game: str, retrying: bool) -> None:
+    COMMIT_CONFLICTS.labels(game=game).inc()
+    if retrying:
+        COMMIT_RETRIES.labels(game=game).inc()
+
+
+class WatchCount:
+    """Open watches of one game service and the distinct matches they watch."""
+
+    def __init__(self, service: str) -> None:
+        self._watchers = WATCHERS.labels(service=service)
+        self._matches = WATCHED_MATCHES.labels(service=service)
+        self._per_match: Tally[str] = Tally()
+
+    def opened(self, match_id: str) -> None:
+        self._watchers.inc()
+        self._per_match[match_id] += 1
+        self._matches.set(len(self._per_match))
+
+    def closed(self, match_id: str) -> None:
+        self._watchers.dec()
+        self._per_match[match_id] -= 1
+        if self._per_match[match_id] <= 0:
+            del self._per_match[match_id]
+        self._matches.set(len(self._per_match))
+
+
+_watch_counts: dict[str, WatchCount] = {}
+
+
+def watch_count(service: str) -> WatchCount:
+    count = _watch_counts.get(service)
+    if count is None:
+        count = _watch_counts[service] = WatchCount(service)
+    return count
+
+
+def _timed(name: str, send: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    histogram = REDIS_SECONDS.labels(command=name)
+
+    async def timed(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await send(*args, **kwargs)
+        finally:
+            histogram.observe(time.perf_counter() - started)
+
+    return timed
+
+
+def instrument_redis(client: Any) -> Any:
+    """Time every command and pipeline of a redis.asyncio client (plain or cluster)."""
+    execute = client.execute_command
+    histograms: dict[str, Any] = {}
+
+    async def execute_command(*args: Any, **kwargs: Any) -> Any:
+        name = str(args[0]).split(" ", 1)[0].upper() if args else "?"
+        histogram = histograms.get(name)
+        if histogram is None:
+            histogram = histograms[name] = REDIS_SECONDS.labels(command=name)
+        started = time.perf_counter()
+        try:
+            return await execute(*args, **kwargs)
+        finally:
+            histogram.observe(time.perf_counter() - started)
+
+    new_pipeline = client.pipeline
+
+    def pipeline(*args: Any, **kwargs: Any) -> Any:
+        pipe = new_pipeline(*args, **kwargs)
+        pipe.execute = _timed("PIPELINE", pipe.execute)
+        return pipe
+
+    client.execute_command = execute_command
+    client.pipeline = pipeline
+    return client

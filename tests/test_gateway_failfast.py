@@ -1,0 +1,157 @@
+"""A game whose replicas are all down: the gateway says so at once (UNAVAILABLE), logs the
+outage once, turns its overall health NOT_SERVING, and recovers by itself. Real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from mogames.common.v1 import common_pb2
+
+from clients.game_client import GameClient
+from deploy.redis_server import free_port, wait_for_port
+from tests.conftest import TOKEN_SECRET
+from tests.test_processes import spawn
+
+HAPPY = "mogames.happymochi.v1.HappyMochi"
+MORI = "mogames.mori.v1.Mori"
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+def _service(game: str, port: int, redis_url: str, log: Path) -> subprocess.Popen[str]:
+    env = {
+        "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+        "MOGAMES_REDIS_URL": redis_url,
+        "MOGAMES_LISTEN": f"127.0.0.1:{port}",
+    }
+    return spawn(["-m", "services", game], env, log)
+
+
+async def _status(channel: grpc.aio.Channel, service: str) -> int:
+    reply = await health_pb2_grpc.HealthStub(channel).Check(
+        health_pb2.HealthCheckRequest(service=service), timeout=5
+    )
+    return int(reply.status)
+
+
+async def _until(check, what: str, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not await check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.2)
+
+
+def _log_events(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.startswith("{")]
+
+
+async def test_all_replicas_down_answers_unavailable_fast_and_flips_overall_health(redis_url, tmp_path):
+    happy_port, mori_port, gateway_port = free_port(), free_port(), free_port()
+    happy = _service("happy_mochi", happy_port, redis_url, tmp_path / "happy.log")
+    mori = _service("mori", mori_port, redis_url, tmp_path / "mori.log")
+    gateway_log = tmp_path / "gateway.log"
+    gateway = spawn(
+        ["-m", "gateway"],
+        {
+            "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+            "MOGAMES_BACKENDS_HAPPY_MOCHI": f"127.0.0.1:{happy_port}",
+            "MOGAMES_BACKENDS_MORI": f"127.0.0.1:{mori_port}",
+        },
+        gateway_log,
+    )
+    processes = [gateway, mori, happy]
+    try:
+        for port in (happy_port, mori_port, gateway_port):
+            wait_for_port(port, 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+            happy_client = GameClient(channel, "happy_mochi")
+
+            async def overall_is(status: int) -> bool:
+                return await _status(channel, "") == status
+
+            await _until(lambda: overall_is(SERVING), "overall SERVING")
+            match = await happy_client.create(2)
+
+            happy.send_signal(signal.SIGKILL)
+            happy.wait(timeout=10)
+            get_match = channel.unary_unary(
+                f"/{HAPPY}/GetMatch",
+                request_serializer=common_pb2.GetMatchRequest.SerializeToString,
+                response_deserializer=common_pb2.Match.FromString,
+            )
+            elapsed = []
+            for _ in range(5):
+                started = time.monotonic()
+                try:
+                    await get_match(common_pb2.GetMatchRequest(match_id=match.match_id))
+                except grpc.aio.AioRpcError as error:
+                    assert error.code() == grpc.StatusCode.UNAVAILABLE, error
+                    assert HAPPY in (error.details() or "")
+                else:
+                    raise AssertionError("a call to a game with no replica succeeded")
+                elapsed.append(time.monotonic() - started)
+            # A watch without a deadline fails as fast instead of hanging.
+            started = time.monotonic()
+            watch = channel.unary_stream(
+                f"/{HAPPY}/WatchMatch",
+                request_serializer=common_pb2.WatchMatchRequest.SerializeToString,
+                response_deserializer=common_pb2.Match.FromString,
+            )(common_pb2.WatchMatchRequest(match_id=match.match_id))
+            try:
+                await watch.read()
+            except grpc.aio.AioRpcError as error:
+                assert error.code() == grpc.StatusCode.UNAVAILABLE
+            else:
+                raise AssertionError("a watch of a game with no replica got a message")
+            elapsed.append(time.monotonic() - started)
+            assert max(elapsed) < 2.0, elapsed
+
+            await _until(lambda: overall_is(NOT_SERVING), "overall NOT_SERVING")
+            assert await _status(channel, HAPPY) == NOT_SERVING
+            assert await _status(channel, MORI) == SERVING
+            assert (await GameClient(channel, "mori").create(3)).match_id  # the other game goes on
+
+            happy = _service("happy_mochi", happy_port, redis_url, tmp_path / "happy-again.log")
+            processes.append(happy)
+            wait_for_port(happy_port, 30)
+            await _until(lambda: overall_is(SERVING), "overall SERVING again")
+
+            async def answers() -> bool:
+                try:
+                    return (await happy_client.match(match.match_id)).match_id == match.match_id
+                except grpc.aio.AioRpcError:
+                    return False
+
+            await _until(answers, "the restarted replica answering")
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=30)
+    events = [e for e in _log_events(gateway_log) if e.get("backend") == HAPPY]
+    assert [e["event"] for e in events] == ["backend_unavailable", "backend_recovered"], events
+
+
+def test_gateway_refuses_an_unknown_game_name_and_lists_the_accepted_ones():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOGAMES_BACKENDS_")}
+    result = subprocess.run(
+        [sys.executable, "-m", "gateway"],
+        env={**env, "MOGAMES_BACKENDS_HAPPYMOCHI": "127.0.0.1:50061"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "MOGAMES_BACKENDS_HAPPYMOCHI: no such game" in result.stderr
+    for accepted in ("MOGAMES_BACKENDS_HAPPY_MOCHI", "MOGAMES_BACKENDS_MORI", "MOGAMES_BACKENDS_MORISI"):
+        assert accepted in result.stderr
