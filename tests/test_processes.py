@@ -60,7 +60,8 @@ async def test_processes_serve_health_reflection_logs_and_stop_gracefully(redis_
     }
     service = spawn(
         ["-m", "services", "happy_mochi"],
-        {**common, "MOGAMES_LISTEN": f"127.0.0.1:{service_port}"},
+        # Per-move lines are at debug.
+        {**common, "MOGAMES_LISTEN": f"127.0.0.1:{service_port}", "MOGAMES_LOG_LEVEL": "debug"},
         tmp_path / "service.log",
     )
     gateway = spawn(

@@ -42,6 +42,8 @@ def matchmaking(game: str, players: int, part: str) -> str:
     """One matchmaking pool's keys (queue, tickets, groups), all under one hash tag per
     (game, players) so one Lua script may touch them together."""
     return f"{PREFIX}:{{mm:{game}:{players}}}:{part}"
+
+
 def rate_window(method: str, client: str, window: int) -> str:
     """Fixed-window counter of one client's calls of one method (services.runtime.limits)."""
     return f"{PREFIX}:rate:{method}:{client}:{window}"

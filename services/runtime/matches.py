@@ -19,7 +19,7 @@ from typing import Any
 import structlog
 
 from services.engine import Event, GameInfo, MoveError, NotYourTurn, RuleViolation
-from services.runtime import auth, keys
+from services.runtime import auth, keys, metrics
 from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from services.runtime.settings import ServiceSettings
 from services.runtime.store import MatchRecord, MatchStore, StoredEvent
@@ -421,6 +421,7 @@ class MatchService:
                 # the stored match (``record`` holds this attempt's uncommitted state).
                 return await self._replay(await self._load(match_id), seat, result.previous_answer)
             if result.outcome == "ok":
+                metrics.move_committed(self.game.name)
                 await self._publish(record, seat, move)
                 return MoveResult(
                     version=record.version,
@@ -428,6 +429,7 @@ class MatchService:
                     active_seats=_active_seats(state, record.status),
                     status=record.status,
                 )
+            metrics.commit_conflict(self.game.name, retrying=expected_version is None)
             if expected_version is not None:
                 raise Aborted(
                     f"expected_version: another move was committed first, match is past {expected_version}",
@@ -468,7 +470,7 @@ class MatchService:
             "move": json.dumps(move),
         }
         await self.store.publish_game_move(self.game.name, fields, self.settings.game_stream_maxlen)
-        log.info("move_committed", version=record.version, status=record.status)
+        log.debug("move_committed", version=record.version, status=record.status)
 
     # -- watching --------------------------------------------------------------------
 
