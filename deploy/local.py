@@ -16,11 +16,13 @@ import os
 import secrets
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from deploy import nginx
 from deploy.redis_server import durable_redis_command, free_port, wait_for_port
 from deploy.supervisor import Child, Supervisor, log_line
 from services.catalog import GAME_PACKAGES
@@ -41,6 +43,8 @@ class RunSettings:
     redis_port: int
     first_service_port: int  # 0: any free ports
     gateway_listen: str
+    # nginx in front (deploy/nginx.py), the Python gateway behind it for the rest.
+    nginx: bool
 
     @classmethod
     def from_env(cls) -> RunSettings:
@@ -56,6 +60,8 @@ class RunSettings:
                 redis_port=int(os.environ.get("MOGAMES_REDIS_PORT", "6379")),
                 first_service_port=int(os.environ.get("MOGAMES_FIRST_SERVICE_PORT", "50061")),
                 gateway_listen=os.environ.get("MOGAMES_GATEWAY_LISTEN", "127.0.0.1:50051"),
+                nginx=os.environ.get("MOGAMES_NGINX", "").lower() not in ("false", "0")
+                and nginx.nginx_executable() is not None,
             )
         except ValueError as error:
             raise RunSettingsError(f"MOGAMES_REPLICAS and the ports must be integers: {error}") from None
@@ -81,8 +87,8 @@ def _when_listening(port: int) -> Callable[[], None]:
     return lambda: wait_for_port(port, timeout_s=READY_TIMEOUT_S)
 
 
-def children(settings: RunSettings) -> list[Child]:
-    """Redis first, then every service replica, then the gateway."""
+def children(settings: RunSettings, workdir: Path) -> list[Child]:
+    """Redis first, then every service replica, then the gateway (then nginx in front)."""
     data = settings.data_dir
     password = kept_secret(data / "redis-password", os.environ.get("MOGAMES_REDIS_PASSWORD"))
     env = {
@@ -101,19 +107,22 @@ def children(settings: RunSettings) -> list[Child]:
             port = port + 1 if port else 0
             service_env = {**env, "MOGAMES_LISTEN": listen}
             command = [sys.executable, "-m", "services", game]
-            plan.append(
-                Child(f"{game}-{replica}", command, service_env, ready=_when_listening(_port_of(listen)))
-            )
+            ready = _when_listening(_port_of(listen))
+            plan.append(Child(f"{game}-{replica}", command, service_env, ready=ready, stage=1))
             addresses.append(listen)
         env[f"MOGAMES_BACKENDS_{game.upper()}"] = ",".join(addresses)
-    gateway_env = {**env, "MOGAMES_GATEWAY_LISTEN": settings.gateway_listen}
-    gateway = Child(
-        "gateway",
-        [sys.executable, "-m", "gateway"],
-        gateway_env,
-        ready=_when_listening(_port_of(settings.gateway_listen)),
-    )
-    return [*plan, gateway]
+    gateway_listen = f"127.0.0.1:{free_port()}" if settings.nginx else settings.gateway_listen
+    gateway_env = {**env, "MOGAMES_GATEWAY_LISTEN": gateway_listen}
+    ready = _when_listening(_port_of(gateway_listen))
+    plan.append(Child("gateway", [sys.executable, "-m", "gateway"], gateway_env, ready=ready, stage=2))
+    if settings.nginx:
+        backends = {g: env[f"MOGAMES_BACKENDS_{g.upper()}"].split(",") for g in settings.games}
+        config = nginx.write_config(
+            settings.gateway_listen, gateway_listen, backends, workdir, supervised=True
+        )
+        ready = _when_listening(_port_of(settings.gateway_listen))
+        plan.append(Child("nginx", nginx.command(config), env, ready=ready, stage=3))
+    return plan
 
 
 def main() -> None:
@@ -129,12 +138,16 @@ def main() -> None:
 
     signal.signal(signal.SIGINT, stop)
     signal.signal(signal.SIGTERM, stop)
-    supervisor = Supervisor(children(settings), pid_file=settings.data_dir / "processes.json")
+    workdir = tempfile.TemporaryDirectory(prefix="mogames-run-")
+    supervisor = Supervisor(
+        children(settings, Path(workdir.name)), pid_file=settings.data_dir / "processes.json"
+    )
     try:
         supervisor.start()
-        log_line("mogames_up", gateway=settings.gateway_listen, data_dir=str(settings.data_dir))
+        front = "nginx, the gateway behind it" if settings.nginx else "the gateway"
+        log_line("mogames_up", listen=settings.gateway_listen, front=front, data_dir=str(settings.data_dir))
         print(
-            f"mogames is up: gateway on {settings.gateway_listen}, data in {settings.data_dir}. "
+            f"mogames is up: {front} on {settings.gateway_listen}, data in {settings.data_dir}. "
             "Ctrl-C stops everything.",
             flush=True,
         )
@@ -143,6 +156,7 @@ def main() -> None:
             time.sleep(0.1)
     finally:
         supervisor.stop()
+        workdir.cleanup()
 
 
 if __name__ == "__main__":

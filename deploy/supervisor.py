@@ -39,6 +39,8 @@ class Child:
     ready: Callable[[], None] | None = None
     # Stopped after every other child (Redis, so the others finish their calls first).
     stop_last: bool = False
+    # Children of one stage start together; each stage once the one before is ready.
+    stage: int = 0
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     restarts: int = 0
@@ -59,21 +61,32 @@ class Supervisor:
     _stopping: bool = field(default=False, init=False)
 
     def start(self) -> None:
-        """Start every child in order, each ready before the next (Redis before services)."""
-        for child in self.children:
-            self._spawn(child)
+        """Start every child, stage by stage (Redis, then the services, then the gateway)."""
+        for stage in sorted({child.stage for child in self.children}):
+            starting = [child for child in self.children if child.stage == stage]
+            for child in starting:
+                self._launch(child)
+            for child in starting:
+                self._wait_ready(child)
         self._write_pids()
 
-    def _spawn(self, child: Child) -> None:
+    def _launch(self, child: Child) -> None:
         # Its own session: Ctrl-C reaches the supervisor only, which stops children in order.
         child.process = subprocess.Popen(
             child.command, env=child.env, stdout=self.log, stderr=self.log, start_new_session=True
         )
         child.started_at = time.monotonic()
         child.restart_at = None
+
+    def _wait_ready(self, child: Child) -> None:
         if child.ready is not None:
             child.ready()
+        assert child.process is not None
         log_line("process_started", name=child.name, pid=child.process.pid, restarts=child.restarts)
+
+    def _spawn(self, child: Child) -> None:
+        self._launch(child)
+        self._wait_ready(child)
 
     def check(self) -> None:
         """Restart what exited (once its backoff has passed); call it often."""

@@ -76,6 +76,8 @@ class Cluster:
     replicas_addresses: dict[str, list[str]]
     # Every gateway (the first is ``gateway``).
     gateways: list[grpc.aio.Channel] = field(default_factory=list)
+    # Their host:port addresses, in the same order.
+    gateway_addresses: list[str] = field(default_factory=list)
 
     def client(self, game: str) -> GameClient:
         return GameClient(self.gateway, game)
@@ -108,19 +110,20 @@ async def running_services(
         log_level="warning",
         redis_url=redis_url,
     )
-    gateway_servers, pools, channels = [], [], []
+    gateway_servers, pools, channels, gateway_addresses = [], [], [], []
     for _ in range(gateways):
         gateway, _checker, gateway_pools, gateway_port = await build_gateway(settings)
         await gateway.start()
         gateway_servers.append(gateway)
         pools += gateway_pools
-        channels.append(grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}"))
+        gateway_addresses.append(f"127.0.0.1:{gateway_port}")
+        channels.append(grpc.aio.insecure_channel(gateway_addresses[-1]))
     replica_channels = {
         game: [grpc.aio.insecure_channel(address) for address in game_addresses]
         for game, game_addresses in addresses.items()
     }
     try:
-        yield Cluster(channels[0], replica_channels, addresses, channels)
+        yield Cluster(channels[0], replica_channels, addresses, channels, gateway_addresses)
     finally:
         for channel in channels:
             await channel.close()

@@ -28,7 +28,8 @@ from services.runtime.store import StoredEvent
 
 GAME = "mori"  # 3 seats, 120 moves a match: short
 PLAYERS = 3
-MATCHES = 3
+BOTS = 3  # each plays match after match
+KILLED = (f"{GAME}-1", "gateway", "nginx", "redis")
 # Reconnect fast to a gateway that was restarted.
 CHANNEL_OPTIONS = [("grpc.initial_reconnect_backoff_ms", 100), ("grpc.max_reconnect_backoff_ms", 500)]
 
@@ -41,7 +42,7 @@ class MakeRun:
     log: Path
     process: subprocess.Popen[bytes] | None = None
 
-    def start(self, replicas: int) -> None:
+    def start(self, replicas: int, nginx: bool) -> None:
         env = {
             **os.environ,
             "MOGAMES_DATA_DIR": str(self.data_dir),
@@ -55,6 +56,7 @@ class MakeRun:
             "MOGAMES_ALLOW_CLIENT_SEED": "true",
             "MOGAMES_CREATE_LIMIT": "0",
             "MOGAMES_MAX_WAITING_PER_CLIENT": "0",
+            "MOGAMES_NGINX": str(nginx).lower(),
         }
         for name in ("MOGAMES_TOKEN_SECRET", "MOGAMES_REDIS_PASSWORD"):
             env.pop(name, None)  # make run's own, kept in the data folder
@@ -63,6 +65,10 @@ class MakeRun:
                 [sys.executable, "-m", "deploy.local"], env=env, stdout=out, stderr=out
             )
         wait_for_port(int(self.gateway.rsplit(":", 1)[1]), timeout_s=90)
+        deadline = time.monotonic() + 30
+        while not (self.data_dir / "processes.json").exists():  # written once all are up
+            assert time.monotonic() < deadline, "make run did not write its pid file"
+            time.sleep(0.05)
 
     def stop(self) -> int:
         assert self.process is not None
@@ -161,34 +167,51 @@ async def assert_intact(client: GameClient, run: MakeRun, matches: list[BotMatch
         await redis.aclose()
 
 
-async def test_kill_9_of_a_replica_the_gateway_and_redis_loses_no_acknowledged_move(make_run):
-    make_run.start(replicas=2)
+async def bot(client: GameClient, matches: list[BotMatch], stop: asyncio.Event) -> None:
+    """Match after match, each played to its end, until ``stop``."""
+    while not stop.is_set():
+        match = await start_match(client)
+        matches.append(match)
+        await play(client, match)
+
+
+async def test_kill_9_of_a_replica_the_gateway_nginx_and_redis_loses_no_acknowledged_move(make_run):
+    make_run.start(replicas=2, nginx=True)
+    assert "nginx" in make_run.pids()  # in front; the gateway behind it
     async with grpc.aio.insecure_channel(make_run.gateway, options=CHANNEL_OPTIONS) as channel:
         client = GameClient(channel, GAME)
-        matches = [await start_match(client) for _ in range(MATCHES)]
-        players = [asyncio.create_task(play(client, m)) for m in matches]
-        for name in (f"{GAME}-1", "gateway", "redis"):
-            await asyncio.sleep(0.5)  # some moves between the kills
-            assert any(m.status == common_pb2.IN_PROGRESS for m in matches), "killed during play"
+        matches: list[BotMatch] = []
+        stop = asyncio.Event()
+        bots = [asyncio.create_task(bot(client, matches, stop)) for _ in range(BOTS)]
+
+        def moves() -> int:
+            return sum(len(m.acknowledged) for m in matches)
+
+        for name in KILLED:
+            before = moves()
+            await asyncio.sleep(0.5)
+            assert moves() > before, f"the bots were playing when {name} was killed"
             await asyncio.to_thread(make_run.kill, name)
-        moves_before_last_restart = sum(len(m.acknowledged) for m in matches)
-        await asyncio.wait_for(asyncio.gather(*players), timeout=120)
-        assert sum(len(m.acknowledged) for m in matches) > moves_before_last_restart
-        assert all(m.status == common_pb2.FINISHED for m in matches)
+        after_last_restart = moves()
+        await asyncio.sleep(1)
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(*bots), timeout=120)
+        assert moves() > after_last_restart, "play went on"
+        assert all(m.status == common_pb2.FINISHED for m in matches), "every match finished"
         await assert_intact(client, make_run, matches)
     exits = [e["name"] for e in make_run.supervisor_events() if e["event"] == "process_exited"]
-    assert exits == [f"{GAME}-1", "gateway", "redis"]  # each logged, each restarted once
+    assert exits == list(KILLED)  # each logged, each restarted once
 
 
 async def test_stopped_and_started_again_make_run_keeps_every_match_and_token(make_run):
-    make_run.start(replicas=1)
+    make_run.start(replicas=1, nginx=False)  # the Python gateway alone in front
     async with grpc.aio.insecure_channel(make_run.gateway, options=CHANNEL_OPTIONS) as channel:
         client = GameClient(channel, GAME)
         finished, halfway = await start_match(client), await start_match(client)
         await play(client, finished)
         await play(client, halfway, moves=10)
     assert make_run.stop() == 0
-    make_run.start(replicas=1)
+    make_run.start(replicas=1, nginx=False)
     async with grpc.aio.insecure_channel(make_run.gateway, options=CHANNEL_OPTIONS) as channel:
         client = GameClient(channel, GAME)
         await assert_intact(client, make_run, [finished, halfway])
