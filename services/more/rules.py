@@ -32,9 +32,11 @@ from services.more.cards import (
     identity,
     is_biriba,
     is_dirty,
+    is_pankal,
     meld_view,
     name,
     parse_meld,
+    points,
     three_card_melds,
 )
 from services.more.moves import MAX_BID, check_options, parse_move
@@ -93,8 +95,14 @@ class State:
     @classmethod
     def new(cls, players: int, seed: int, options: JsonDict) -> Self:
         GAME.check_players(players)
-        opts = check_options(options)
-        state = cls(
+        state = cls._blank(seed, check_options(options))
+        state._start_round()
+        return state
+
+    @classmethod
+    def _blank(cls, seed: int, opts: JsonDict) -> Self:
+        """A match before its first round."""
+        return cls(
             {
                 "seed": seed,
                 "options": opts,
@@ -120,8 +128,6 @@ class State:
                 "winners": [],
             }
         )
-        state._start_round()
-        return state
 
     @classmethod
     def from_dict(cls, data: JsonDict) -> Self:
@@ -172,16 +178,23 @@ class State:
             usable = [c for c in hand if c not in t["locked"]]
             if not t["closed"]:
                 ace_ok = s["scores"][seat] > THRESHOLD
-                for cards in three_card_melds(usable, ace_ok, prefer=t["top"]):
-                    candidates.append({"lay_meld": {"cards": cards}})
-                singles = {identity(c): c for c in _distinct(usable, prefer=t["top"])}
+                copies: dict[tuple[int, int], list[int]] = {}
+                for card in sorted(usable):
+                    copies.setdefault(identity(card), []).append(card)
+                for cards in three_card_melds(usable, ace_ok):
+                    for concrete in _every_copy(cards, copies):
+                        candidates.append({"lay_meld": {"cards": concrete}})
+                singles = {ident: cards[0] for ident, cards in copies.items()}
                 for index, meld in enumerate(s["melds"]):
                     if meld["side"] != self.side(seat):
                         continue
                     for card, low_end in extension_candidates(meld, singles):
-                        candidates.append({"add_to_meld": {"meld": index, "card": card, "low_end": low_end}})
+                        for twin in copies[identity(card)]:
+                            candidates.append(
+                                {"add_to_meld": {"meld": index, "card": twin, "low_end": low_end}}
+                            )
             candidates.append({"take_back": {}})
-            candidates += [{"discard": {"card": c}} for c in _distinct(hand, prefer=-1)]
+            candidates += [{"discard": {"card": c}} for c in sorted(hand, key=_sort_key)]
         legal = []
         for move in candidates:
             try:
@@ -191,6 +204,32 @@ class State:
                 continue
             legal.append(move)
         return legal
+
+    def opening_events(self) -> list[Event]:
+        # Round 1's set-up depends only on the seed and the options: it is made again on a
+        # fresh match, so the events are the same whenever they are asked for (the ones a later
+        # round's start emits: round_started, then roles, the deal and each seat's hand).
+        s = self.s
+        fresh = type(self)._blank(s["seed"], s["options"])
+        return fresh._start_round()
+
+    def timeout_move(self, seat: int) -> JsonDict:
+        """The least harmful move: bid 0; draw (never take the pile); in the play phase discard the
+        least valuable card (lowest points, then a non-pankal, then the lowest id), which also
+        keeps this turn's melds; if no discard is allowed (the taken pile's top card still to
+        meld, a going-down short of 7.5), take the turn's melding back first."""
+        moves = self.legal_moves(seat)
+        if not moves:
+            raise NotYourTurn(seat)
+        for kind in ("bid", "draw"):
+            for move in moves:
+                if kind in move:
+                    return move
+        discards = [m["discard"]["card"] for m in moves if "discard" in m]
+        if discards:
+            card = min(discards, key=lambda c: (points(c), is_pankal(c), c))
+            return {"discard": {"card": card}}
+        return next((m for m in moves if "take_back" in m), moves[0])
 
     # ---- moves ----
 
@@ -701,9 +740,10 @@ def _sort_key(card: int) -> tuple[int, int, int]:
     return (suit_, rank_, card)
 
 
-def _distinct(cards: list[int], prefer: int) -> list[int]:
-    """One card per identity (``prefer`` wins over its twin)."""
-    out: dict[tuple[int, int], int] = {}
-    for card in sorted(cards, key=lambda c: (c != prefer, c)):
-        out.setdefault(identity(card), card)
-    return sorted(out.values(), key=_sort_key)
+def _every_copy(cards: list[int], copies: dict[tuple[int, int], list[int]]) -> list[list[int]]:
+    """``cards`` with each card replaced by every copy of it at hand (no id twice): the moves a
+    player may send for one meld of identical cards."""
+    out: list[list[int]] = [[]]
+    for card in cards:
+        out = [[*done, twin] for done in out for twin in copies[identity(card)] if twin not in done]
+    return out

@@ -211,6 +211,7 @@ def play(seed: int, stats: Counter, thorough: bool) -> tuple[State, list[tuple[i
         seat = r.choice(active)
         move = choose(r, legal[seat])
         events = state.apply(seat, move)
+        assert any(e.to is None for e in events), f"{move} made no public event"
         history.append((seat, move))
         after = state.to_dict()
         stats.update(next(iter(e.body)) for e in events)

@@ -1,0 +1,119 @@
+"""More: the engine API's opening events, timeout policy and complete legal-move lists."""
+
+from __future__ import annotations
+
+import random
+
+from services.more.cards import points
+from services.more.rules import State
+from tests.more.helpers import c, cs, meld, position
+from tests.more.test_rules import add, discard, lay
+
+OPTS = {"bid_for_solo": False, "max_rounds": 1}
+
+
+def kinds(events) -> list[str]:
+    return [next(iter(e.body)) for e in events]
+
+
+def test_opening_events_are_round_1s_set_up_as_new_made_it():
+    for seed in range(5):
+        state = State.new(3, seed, OPTS)
+        s = state.to_dict()
+        events = state.opening_events()
+        assert kinds(events) == [
+            "round_started",
+            "roles_assigned",
+            "dealt",
+            "hand_dealt",
+            "hand_dealt",
+            "hand_dealt",
+        ]
+        assert events[0].body["round_started"] == {"round": 1, "dealer": s["dealer"], "bidding": False}
+        assert events[1].body["roles_assigned"]["solo"] == s["solo"]
+        assert events[2].body["dealt"]["discard"]["id"] == s["discard"][-1]
+        for seat in range(3):
+            (dealt,) = [e for e in events if e.to == (seat,)]
+            assert [x["id"] for x in dealt.body["hand_dealt"]["cards"]] == s["hands"][seat]
+        assert all(e.to is None for e in events[:3])
+        # asked again, after moves: the same events
+        seat = state.active_seats()[0]
+        state.apply(seat, {"draw": {}})
+        assert [(e.body, e.to) for e in state.opening_events()] == [(e.body, e.to) for e in events]
+    bidding = State.new(3, 1, {"bid_for_solo": True, "max_rounds": 1})
+    assert [e.body for e in bidding.opening_events()] == [
+        {"round_started": {"round": 1, "dealer": bidding.to_dict()["dealer"], "bidding": True}}
+    ]
+
+
+def test_opening_events_are_those_a_later_round_starts_with():
+    state = State.new(3, 3, {"bid_for_solo": False, "max_rounds": 2})
+    r = random.Random(3)
+    while True:
+        seat = state.active_seats()[0]
+        events = state.apply(seat, r.choice(state.legal_moves(seat)))
+        names = kinds(events)
+        if "round_ended" in names:
+            later = events[names.index("round_ended") + 1 :]
+            assert kinds(later) == kinds(State.new(3, 3, OPTS).opening_events())
+            assert [e.to for e in later] == [None, None, None, (0,), (1,), (2,)]
+            return
+
+
+def test_timeout_move_is_legal_deterministic_and_ends_a_match():
+    for seed in range(6):
+        options = {"bid_for_solo": seed % 2 == 1, "max_rounds": 1}
+        state = State.new(3, seed, options)
+        steps = 0
+        while not state.is_over():
+            steps += 1
+            assert steps < 5000
+            seat = state.active_seats()[0]
+            move = state.timeout_move(seat)
+            assert move in state.legal_moves(seat)
+            assert State.from_dict(state.to_dict()).timeout_move(seat) == move
+            state.apply(seat, move)
+
+
+def test_timeout_policy_draws_bids_zero_and_discards_the_least_valuable_card():
+    bidding = State.new(3, 1, {"bid_for_solo": True, "max_rounds": 1})
+    assert bidding.timeout_move(0) == {"bid": {"amount": 0}}
+    state = position(
+        [cs("KC 5C 6C"), cs("JK AS 4D 9H"), cs("QC JC 10C")], turn=1, phase="draw", discard=cs("4H")
+    )
+    assert state.timeout_move(1) == {"draw": {}}
+    state = position([cs("KC 5C 6C"), [c("JK"), *cs("AS 9H 4D 2S")], cs("QC JC 10C")], turn=1)
+    assert state.timeout_move(1) == discard(c("4D"))
+    assert points(c("4D")) == 5
+
+
+def test_timeout_policy_takes_back_when_no_discard_is_allowed():
+    # the taken pile's top card not melded yet
+    state = position(
+        [cs("KC 5C 6C"), cs("3S 4S 9H"), cs("QC JC 10C")], turn=1, phase="draw", discard=cs("9D 5S")
+    )
+    state.apply(1, {"take_pile": {}})
+    assert state.timeout_move(1) == {"take_back": {}}
+    state.apply(1, {"take_back": {}})
+    assert state.timeout_move(1) == {"draw": {}}
+    # a going-down short of 7.5
+    state = position([cs("KC 5C 6C"), cs("3S 4S 5S 9H 9D"), cs("QC JC 10C")], turn=1, scores=(0, 1600, 0))
+    state.apply(1, lay(cs("3S 4S 5S")))
+    assert state.timeout_move(1) == {"take_back": {}}
+
+
+def test_every_copy_of_an_identical_card_is_listed():
+    twins = [c("5S"), c("5S", 1), c("9H"), c("9H", 1), *cs("3S 4S 6S")]
+    state = position(
+        [cs("KC 5C 6C"), twins, cs("QC JC 10C")], turn=1, melds=[meld("pair", [c("6H"), c("7H"), c("8H")])]
+    )
+    legal = state.legal_moves(1)
+    for card in twins:
+        assert discard(card) in legal
+    assert add(0, c("9H")) in legal and add(0, c("9H", 1)) in legal
+    for five in (c("5S"), c("5S", 1)):
+        assert lay([c("3S"), c("4S"), five]) in legal
+        assert lay([c("4S"), five, c("6S")]) in legal
+    assert len(legal) == len({str(m) for m in legal})  # each move once
+    for move in legal:  # every listed move is accepted as it is
+        State.from_dict(state.to_dict()).apply(1, move)
