@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from services.catalog import GAME_PACKAGES, rules_module
+from services.runtime.limits import FORWARDED_CLIENT
 
 # WatchMatch streams stay open for a whole match; heartbeats keep them busy well inside it.
 STREAM_TIMEOUT = "1h"
@@ -83,6 +84,9 @@ http {{
 {"".join(upstreams)}
     server {{
         listen {listen} http2;
+        # Who the client is, for the per-client budgets (services/runtime/limits.py): set
+        # here, replacing whatever the client sent under that name.
+        grpc_set_header {FORWARDED_CLIENT} $remote_addr;
 {"".join(locations)}        location / {{
             grpc_pass grpc://gateway;
         }}

@@ -103,7 +103,7 @@ def test_every_container_has_resources_probes_a_pinned_image_and_runs_as_non_roo
             assert "grpc" in containers(deployment)[0]["livenessProbe"], "native gRPC probes"
 
 
-def test_network_policies_let_only_the_gateway_reach_services_and_only_services_reach_redis(manifests):
+def test_network_policies_let_only_the_gateway_reach_services_and_only_both_reach_redis(manifests):
     policies = of_kind(manifests, "NetworkPolicy")
 
     def allowed_sources(component: str, port: int) -> list[Any]:
@@ -121,7 +121,7 @@ def test_network_policies_let_only_the_gateway_reach_services_and_only_services_
     gateway_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "gateway"}}}]
     service_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "game-service"}}}]
     assert allowed_sources("game-service", 50061) == [gateway_pods]
-    assert allowed_sources("redis", 6379) == [service_pods]
+    assert allowed_sources("redis", 6379) == [service_pods + gateway_pods]  # the lobby uses Redis
     assert allowed_sources("gateway", 50051) == ["anywhere"]
 
 
@@ -139,11 +139,10 @@ def test_redis_is_durable_bounded_and_password_protected(manifests):
     config = next(iter(of_kind(manifests, "ConfigMap").values()))["data"]["redis.conf"].splitlines()
     assert {"appendonly yes", "appendfsync everysec", "maxmemory-policy noeviction"} <= set(config)
     assert any(line.startswith("maxmemory ") for line in config)
-    for name, deployment in of_kind(manifests, "Deployment").items():
-        if name != "gateway":
-            assert env(containers(deployment)[0])["MOGAMES_REDIS_PASSWORD"]["secretKeyRef"]["key"] == (
-                "redis-password"
-            )
+    for deployment in of_kind(manifests, "Deployment").values():
+        settings = env(containers(deployment)[0])
+        assert settings["MOGAMES_REDIS_URL"] == "redis://redis:6379/0"
+        assert settings["MOGAMES_REDIS_PASSWORD"]["secretKeyRef"]["key"] == "redis-password"
 
 
 def test_the_gateway_serves_tls_from_a_mounted_secret(manifests):

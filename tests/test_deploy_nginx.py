@@ -16,6 +16,7 @@ from clients.game_client import GameClient
 from deploy import nginx
 from deploy.redis_server import free_port, wait_for_port
 from services.catalog import GAME_PACKAGES, rules_module
+from services.runtime.limits import FORWARDED_CLIENT
 from tests.helpers import active_seat_move, start_match
 
 GAME = "happy_mochi"
@@ -51,6 +52,7 @@ def test_the_config_routes_every_game_of_the_catalog_and_nginx_accepts_it(tmp_pa
         assert f"location /{info.full_service}/ {{\n            grpc_pass grpc://{info.package};" in text
         assert f"upstream {info.package} {{\n        server 127.0.0.1:{50061 + n};" in text
     assert "location / {\n            grpc_pass grpc://gateway;" in text
+    assert f"grpc_set_header {FORWARDED_CLIENT} $remote_addr;" in text  # not the client's word
     checked = subprocess.run([*nginx.command(config), "-t"], capture_output=True, text=True, timeout=30)
     assert checked.returncode == 0, checked.stderr
 
