@@ -197,10 +197,13 @@ class MatchService:
         grant = self.grant(token, match_id)
         seat = grant.seat
         record = await self._load(match_id)
-        self.seats(record).check_current(grant)
+        seats = self.seats(record)
+        seats.check_current(grant)
         state = self.rules.State.from_dict(record.state)
-        active = _active_seats(state, self._status(record))
-        return state.view(seat), record.version, seat, active
+        status = self._status(record)
+        view = state.view(seat)
+        view["clocks"] = seats.clocks() if status == IN_PROGRESS else []  # View.clocks, platform-filled
+        return view, record.version, seat, _active_seats(state, status)
 
     async def legal_moves(self, match_id: str, token: str | None) -> tuple[list[dict[str, Any]], int]:
         grant = self.grant(token, match_id)
