@@ -119,16 +119,27 @@ class Scheduler:
 
     async def fire(self, match_id: str, lease: int) -> None:
         """Do what is due for one claimed match, then settle its entry."""
-        started = time.monotonic()
+        # Act only within the first half of the lease, so the settle lands before it ends.
+        until = time.monotonic() + self.settings.scheduler_lease_ms / 2000
         record = await self.service.store.load(match_id)
         for _ in range(MAX_STEPS_PER_CLAIM):
-            if record is None or time.monotonic() - started > self.settings.scheduler_lease_ms / 2000:
+            if record is None:
                 break
-            acted = await self.act(record, await self.service.redis_now_ms())
+            now_ms = await self.service.redis_now_ms()
+            acted = await self.act(record, now_ms)
             if acted is None:
-                break
-            if not acted:  # another write won: see what is due now
+                # Nothing due yet: wait here for what is due within a tick (a bot's think
+                # time) rather than settle and be claimed again.
+                wait_s = (int(self._next_due(record) or now_ms) - now_ms) / 1000
+                if wait_s <= 0 or wait_s > self.settings.scheduler_tick_ms / 1000:
+                    break
+                if time.monotonic() + wait_s > until:
+                    break
+                await asyncio.sleep(wait_s)
+            elif not acted:  # another write won: see what is due now
                 record = await self.service.store.load(match_id)
+            if time.monotonic() > until:
+                break
         await self._settle(keys=[self.due_key], args=[match_id, lease, self._next_due(record)])
 
     def _next_due(self, record: MatchRecord | None) -> str:

@@ -1,0 +1,62 @@
+"""Server bots are durable: a bot seat whose replica is killed with SIGKILL mid-match is
+played on by the other replica (real processes, real Redis)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import grpc
+from mogames.common.v1 import common_pb2
+
+from clients.game_client import GameClient
+from deploy.redis_server import free_port, wait_for_port
+from tests.conftest import TOKEN_SECRET
+from tests.test_processes import spawn
+
+GAME = "happy_mochi"
+
+
+async def test_a_bot_seat_survives_its_replicas_kill_9(redis_url, tmp_path):
+    ports = [free_port(), free_port()]
+    env = {
+        "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+        "MOGAMES_REDIS_URL": redis_url,
+        # Slow enough that the match is still going when a replica dies; a short lease so
+        # the survivor takes over soon.
+        "MOGAMES_BOT_THINK_MS": "5",
+        "MOGAMES_SCHEDULER_TICK_MS": "50",
+        "MOGAMES_SCHEDULER_LEASE_MS": "1000",
+        "MOGAMES_LOG_LEVEL": "warning",
+    }
+    replicas = [
+        spawn(["-m", "services", GAME], {**env, "MOGAMES_LISTEN": f"127.0.0.1:{p}"}, tmp_path / f"r{i}.log")
+        for i, p in enumerate(ports)
+    ]
+    try:
+        for port in ports:
+            wait_for_port(port, 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{ports[1]}") as channel:
+            client = GameClient(channel, GAME)
+            table = common_pb2.TableOptions(bot_seats=[0, 1], bot_level="policy")
+            match = await client.create(2, seed=21, table=table)
+            for _ in range(500):
+                if (match := await client.match(match.match_id)).version >= 5:
+                    break
+                await asyncio.sleep(0.02)
+            assert match.status == common_pb2.IN_PROGRESS, "the match must still be going at the kill"
+            replicas[0].send_signal(signal.SIGKILL)
+            replicas[0].wait(10)
+            killed_at = match.version
+            for _ in range(1200):
+                match = await client.match(match.match_id)
+                if match.status != common_pb2.IN_PROGRESS:
+                    break
+                await asyncio.sleep(0.05)
+            assert match.status == common_pb2.FINISHED and match.version > killed_at
+            assert [s.bot for s in match.seats] == [True, True]
+    finally:
+        for replica in replicas:
+            if replica.poll() is None:
+                replica.terminate()
+                replica.wait(10)
