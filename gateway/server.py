@@ -17,6 +17,7 @@ from services.catalog import rules_module
 from services.runtime import logs, metrics, serving
 from services.runtime.codec import generated_modules
 from services.runtime.limits import ClientBudgets
+from services.runtime.redis_client import connect
 from services.runtime.settings import GatewaySettings, SettingsError
 
 
@@ -41,11 +42,13 @@ async def build(
     routes: dict[str, Route] = {}
     pools = []
     games = []
+    pools_by_game = {}
     for game_name, addresses in settings.backends.items():
         game = rules_module(game_name).GAME
         games.append(game)
         pool = ReplicaPool(game.full_service, addresses)
         pools.append(pool)
+        pools_by_game[game_name] = pool
         # Importing the game's generated code also registers its descriptors for reflection.
         service = generated_modules(game)[0].DESCRIPTOR.services_by_name[game.service]
         for method in service.methods:
@@ -59,7 +62,10 @@ async def build(
             )
     server = serving.new_server(settings.limits)
     server.add_generic_rpc_handlers([GameProxy(routes)])
-    lobby_pb2_grpc.add_LobbyServicer_to_server(LobbyServicer(games), server)
+    # The lobby's indexes and matchmaking pools; connected lazily, at the first lobby call.
+    lobby_redis = connect(settings.redis_url, settings.redis_password)
+    lobby = LobbyServicer(games, pools_by_game, lobby_redis, settings.find_wait_s)
+    lobby_pb2_grpc.add_LobbyServicer_to_server(lobby, server)
     lobby_service = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
     checker = await serving.add_health_and_reflection(
         server, [lobby_service, *(g.full_service for g in games)]

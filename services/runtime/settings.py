@@ -215,6 +215,7 @@ class GatewaySettings:
     tls_cert: str = ""
     tls_key: str = ""
     allow_plaintext: bool = False
+    redis_password: str | None = None
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
@@ -252,6 +253,7 @@ class GatewaySettings:
             tls_cert=_readable("MOGAMES_TLS_CERT"),
             tls_key=_readable("MOGAMES_TLS_KEY"),
             allow_plaintext=_bool("MOGAMES_ALLOW_PLAINTEXT", False),
+            redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
         )
         if bool(settings.tls_cert) != bool(settings.tls_key):
             raise SettingsError("MOGAMES_TLS_CERT and MOGAMES_TLS_KEY go together: set both or neither")
