@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 GENERATED := gen/.generated
 
-.PHONY: install gen run test lint typecheck bench autoplay clean clean-data k8s-secrets
+.PHONY: install gen run test lint typecheck bench autoplay clean clean-data k8s-secrets bench-front
 
 install: $(INSTALLED) $(GENERATED)
 
@@ -43,6 +43,10 @@ typecheck: install
 
 bench: install
 	$(BIN)/python -m clients.bench $(BENCH_ARGS)
+
+# The same load through the Python gateway alone and through nginx in front of it.
+bench-front: install
+	$(BIN)/python -m deploy.bench_front $(BENCH_ARGS)
 
 autoplay: install
 	$(BIN)/python -m clients.autoplay $(AUTOPLAY_ARGS)

@@ -1,6 +1,6 @@
-"""Start the whole system as real processes: Redis, game service replicas, the gateway.
-
-Used by ``make run`` (deploy/local.py) and ``make bench`` (clients/bench.py).
+"""Start the whole system as real processes: Redis, game service replicas, the gateway
+(and, with ``nginx_front``, nginx in front of it), for ``make bench`` (clients/bench.py).
+``make run`` supervises its own set (deploy/local.py).
 """
 
 from __future__ import annotations
@@ -11,18 +11,23 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
+from deploy import nginx
 from deploy.redis_server import free_port, running_redis, wait_for_port
 
 
 @dataclass
 class System:
-    gateway: str
+    gateway: str  # what clients call: the gateway, or nginx in front of it
     redis_url: str
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    # The Python gateway's own address (the same as ``gateway`` without nginx).
+    python_gateway: str = ""
 
     def all_running(self) -> bool:
         return all(p.poll() is None for p in self.processes)
@@ -47,12 +52,13 @@ def running_system(
     redis_port: int | None = None,
     first_service_port: int | None = None,
     log: IO[bytes] | None = None,
+    nginx_front: bool = False,
 ) -> Iterator[System]:
     """Everything up and listening for the block; stopped with SIGTERM (graceful) after it."""
     env = dict(os.environ)
     env.setdefault("MOGAMES_TOKEN_SECRET", secrets.token_urlsafe(32))
     processes: list[subprocess.Popen[bytes]] = []
-    with running_redis(redis_port) as redis_url:
+    with running_redis(redis_port) as redis_url, tempfile.TemporaryDirectory(prefix="mogames-") as workdir:
         env["MOGAMES_REDIS_URL"] = redis_url
         try:
             ports: list[int] = []
@@ -69,10 +75,16 @@ def running_system(
                 env[f"MOGAMES_BACKENDS_{game.upper()}"] = ",".join(addresses)
             for port in ports:
                 wait_for_port(port, timeout_s=60)
-            env["MOGAMES_GATEWAY_LISTEN"] = gateway_listen
+            python_gateway = f"127.0.0.1:{free_port()}" if nginx_front else gateway_listen
+            env["MOGAMES_GATEWAY_LISTEN"] = python_gateway
             command = [sys.executable, "-m", "gateway"]
             processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=log))
-            wait_for_port(int(gateway_listen.rsplit(":", 1)[1]), timeout_s=60)
-            yield System(gateway_listen, redis_url, processes)
+            wait_for_port(int(python_gateway.rsplit(":", 1)[1]), timeout_s=60)
+            if nginx_front:
+                backends = {g: env[f"MOGAMES_BACKENDS_{g.upper()}"].split(",") for g in games}
+                config = nginx.write_config(gateway_listen, python_gateway, backends, Path(workdir))
+                processes.append(subprocess.Popen(nginx.command(config), stdout=log, stderr=log))
+                wait_for_port(int(gateway_listen.rsplit(":", 1)[1]), timeout_s=60)
+            yield System(gateway_listen, redis_url, processes, python_gateway)
         finally:
             _stop(processes)
