@@ -11,6 +11,8 @@ number of ``lay_stick`` steps (``undo_stick`` takes the last one back), finished
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any, Self
 
 from services.engine import (
@@ -26,7 +28,16 @@ from services.engine import (
     split_move,
 )
 from services.morisi import board
-from services.morisi.board import BLOCKS_PER_COLOR, CITY, COLORS, DIRECTIONS, is_int, normalize_options
+from services.morisi.board import (
+    BLOCKS_PER_COLOR,
+    CITY,
+    COLORS,
+    DIRECTIONS,
+    TERRAINS,
+    is_int,
+    normalize_options,
+)
+from services.morisi.network import Network
 from services.morisi.scoring import (
     PREDICTION_SIZE,
     board_scores,
@@ -41,7 +52,6 @@ from services.morisi.view import observe, stick_dict
 
 PHASES = ("PHASE_PREDICT", "PHASE_PLACE", "PHASE_MOVE", "PHASE_BUILD", "PHASE_OVER")
 END_REASONS = ("END_REASON_UNSPECIFIED", "END_REASON_BLOCKS_EXHAUSTED", "END_REASON_HOUSES_EXHAUSTED")
-StickContext = tuple[set[int], dict[tuple[int, int], list[int]], set[tuple[int, int]], int]
 STICK_SUPPLY = 20  # sticks per player colour in the box
 MOVE_KINDS: dict[str, tuple[str, ...]] = {
     "predict": ("cities",),
@@ -88,8 +98,9 @@ class State:
     def __init__(self, data: JsonDict) -> None:
         self.players: int = data["players"]
         self.seed: int = data["seed"]
-        self.options: JsonDict = dict(data["options"])
-        self.tiles: list[JsonDict] = [dict(t) for t in data["tiles"]]
+        # the custom tiles are the map itself: stored once, as ``tiles``
+        self.options: JsonDict = {**data["options"], "custom_tiles": []}
+        self.map_code = _map_code(data["tiles"])
         self.blocks: list[int] = list(data["blocks"])
         self.box: list[int] = list(data["box"])
         self.spent: list[int] = list(data["spent"])
@@ -110,8 +121,15 @@ class State:
         self._index()
 
     def _index(self) -> None:
-        key = tuple((t["q"], t["r"], t["terrain"]) for t in self.tiles)
-        self.at, self.adj, self.cities = _geometry(key)
+        self.tiles, self.at, self.adj, self.cities, self.colors, self.land_links = _geometry(self.map_code)
+        self._network: Network | None = None
+
+    @property
+    def network(self) -> Network:
+        """The committed sticks indexed (built on first use, then kept up to date by routes)."""
+        if self._network is None:
+            self._network = Network(self.players, [c < 0 for c in self.colors], self.sticks)
+        return self._network
 
     # ------------------------------------------------------------ construction
 
@@ -213,8 +231,8 @@ class State:
         return {
             "players": self.players,
             "seed": self.seed,
-            "options": {**self.options, "custom_tiles": [dict(t) for t in self.options["custom_tiles"]]},
-            "tiles": [dict(t) for t in self.tiles],
+            "options": dict(self.options),
+            "tiles": self.map_code,
             "blocks": list(self.blocks),
             "box": list(self.box),
             "spent": list(self.spent),
@@ -244,10 +262,10 @@ class State:
     # ------------------------------------------------------------ queries
 
     def is_city(self, i: int) -> bool:
-        return self.tiles[i]["terrain"] == CITY
+        return self.colors[i] < 0
 
     def color_index(self, i: int) -> int:
-        return COLORS.index(self.tiles[i]["terrain"])
+        return self.colors[i]
 
     def active_seats(self) -> list[int]:
         if self.phase == "PHASE_OVER":
@@ -278,52 +296,72 @@ class State:
         return sorted(out)
 
     def own_tiles(self, seat: int, with_pending: bool = True) -> set[int]:
-        tiles = {t for s in self.sticks if s[0] == seat for t in s[1:3]}
+        tiles = set(self.network.tiles[seat])
         if with_pending and seat == self.turn:
-            tiles |= {t for p in self.pending for t in p[:2]}
+            for a, b, _ in self.pending:
+                tiles.add(a)
+                tiles.add(b)
         return tiles
 
-    def _stick_context(self, seat: int) -> StickContext:
-        owners: dict[tuple[int, int], list[int]] = {}
-        for s, a, b, *_ in self.sticks:
-            owners.setdefault((a, b), []).append(s)
-        pending = {(min(a, b), max(a, b)) for a, b, _ in self.pending}
-        laid = sum(1 for s in self.sticks if s[0] == seat) + (len(self.pending) if seat == self.turn else 0)
-        return self.own_tiles(seat), owners, pending, laid
+    def _laid(self, seat: int) -> int:
+        """Sticks of ``seat`` on the board, pending ones included."""
+        return self.network.laid[seat] + (len(self.pending) if seat == self.turn else 0)
 
-    def _stick_check(
-        self, seat: int, anchor: int, paid: int, ctx: StickContext | None = None
-    ) -> tuple[int, tuple[str, str] | None]:
+    def _stick_check(self, seat: int, anchor: int, paid: int) -> tuple[int, tuple[str, str] | None]:
         """(cost, None) if the stick may be laid now, else (0, (rule, message))."""
-        own, owners_by_pair, pending, laid = ctx or self._stick_context(seat)
         if paid not in self.adj[anchor]:
             return 0, ("stick_adjacent", "a stick joins the centres of two neighbouring tiles")
-        if self.tiles[paid]["terrain"] == CITY:
-            if self.tiles[anchor]["terrain"] == CITY:
+        color = self.colors[paid]
+        if color < 0:
+            if self.is_city(anchor):
                 return 0, ("stick_city_city", "a stick may not join two cities")
             return 0, ("stick_paid_land", "the paid end of a stick must be a land tile")
-        if self.tiles[anchor]["terrain"] != CITY and anchor not in own:
+        if not self.is_city(anchor) and anchor not in self.own_tiles(seat):
             return 0, (
                 "stick_anchor",
                 "one end of a stick must be a city or a tile already holding one of your sticks",
             )
         pair = (min(anchor, paid), max(anchor, paid))
-        owners = owners_by_pair.get(pair, [])
-        if seat in owners or pair in pending:
+        owners = self.network.owners.get(pair, [])
+        if seat in owners or any(pair in ((a, b), (b, a)) for a, b, _ in self.pending):
             return 0, ("stick_duplicate", "you already have a stick between these two tiles")
         if owners and self.players == 2:
             return 0, ("stick_parallel", "with 2 players sticks may not be parallel to another stick")
-        if laid >= STICK_SUPPLY:
+        if self._laid(seat) >= STICK_SUPPLY:
             return 0, ("stick_supply", f"you have laid all your {STICK_SUPPLY} sticks")
         cost = len(owners) + 1
-        have = self.hands[seat][COLORS.index(self.tiles[paid]["terrain"])]
+        have = self.hands[seat][color]
         if have < cost:
-            color = self.tiles[paid]["terrain"].lower()
+            name = COLORS[color].removeprefix("TERRAIN_").lower()
             return 0, (
                 "stick_blocks",
-                f"this stick costs {cost} {color} block(s) (one more per parallel stick) and you have {have}",
+                f"this stick costs {cost} {name} block(s) (one more per parallel stick) and you have {have}",
             )
         return cost, None
+
+    def _stick_moves(self, seat: int) -> list[JsonDict]:
+        """Every ``lay_stick`` that ``_stick_check`` accepts now, anchors in tile order: the same
+        checks, run over the network index instead of one move at a time."""
+        if self._laid(seat) >= STICK_SUPPLY:
+            return []
+        owners_of = self.network.owners
+        hand = self.hands[seat]
+        two = self.players == 2
+        pending = {(min(a, b), max(a, b)) for a, b, _ in self.pending}
+        links = self.land_links
+        moves = []
+        anchors = self.own_tiles(seat)
+        anchors.update(self.cities)
+        for anchor in sorted(anchors):
+            for paid, pair, color in links[anchor]:
+                have = hand[color]
+                if not have or pair in pending:
+                    continue
+                owners = owners_of.get(pair)
+                if owners and (two or seat in owners or have <= len(owners)):
+                    continue
+                moves.append({"lay_stick": {"anchor": anchor, "paid": paid}})
+        return moves
 
     def stick_cost(self, seat: int, anchor: int, paid: int) -> int:
         """Blocks of the paid colour a stick costs, or raise RuleViolation."""
@@ -340,59 +378,37 @@ class State:
         return self.network_points(seat, extra)
 
     def network_points(self, seat: int, extra: list[list[int]] | None = None) -> dict[int, int]:
-        """City -> k-1 for each city of a component of ``seat``'s network holding k cities."""
-        parent: dict[int, int] = {}
-
-        def find(x: int) -> int:
-            root = x
-            while parent.setdefault(root, root) != root:
-                root = parent[root]
-            while parent[x] != root:
-                parent[x], x = root, parent[x]
-            return root
-
-        for s in self.sticks:
-            if s[0] == seat:
-                parent[find(s[1])] = find(s[2])
-        for a, b, *_ in extra or []:
-            parent[find(a)] = find(b)
-        roots = {c: find(c) for c in self.cities if c in parent}
-        size: dict[int, int] = {}
-        for r in roots.values():
-            size[r] = size.get(r, 0) + 1
-        return {c: size[r] - 1 for c, r in roots.items() if size[r] > 1}
+        """City -> k-1 for each city of a component of ``seat``'s network holding k cities
+        (``extra``: sticks ``[a, b, ...]`` not yet committed)."""
+        return self.network.points(seat, self.cities, [(e[0], e[1]) for e in extra or ()])
 
     def route_problem(self) -> RuleViolation | None:
         """Why the pending sticks are not a buildable trade route (None: they are)."""
         if not self.pending:
             return RuleViolation("route_empty", "lay at least one stick before building a route")
         seat = self.turn
-        nodes: set[int] = set()
-        degree: dict[int, int] = {}
+        links: dict[int, list[int]] = {}
         for a, b, _ in self.pending:
-            nodes |= {a, b}
-            degree[a] = degree.get(a, 0) + 1
-            degree[b] = degree.get(b, 0) + 1
+            links.setdefault(a, []).append(b)
+            links.setdefault(b, []).append(a)
         first = self.pending[0][0]
         seen = {first}
         stack = [first]
         while stack:
-            x = stack.pop()
-            for a, b, _ in self.pending:
-                for u, v in ((a, b), (b, a)):
-                    if u == x and v not in seen:
-                        seen.add(v)
-                        stack.append(v)
-        if seen != nodes:
+            for y in links[stack.pop()]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        if len(seen) != len(links):
             return RuleViolation("route_connected", "all sticks of a trade route must be connected together")
-        before = self.own_tiles(seat, with_pending=False)
-        for t in sorted(nodes):
-            if degree[t] == 1 and not self.is_city(t) and t not in before:
+        before = self.network.tiles[seat]
+        for t in sorted(links):
+            if len(links[t]) == 1 and not self.is_city(t) and t not in before:
                 return RuleViolation(
                     "route_dead_end",
                     f"a trade route may not end in a dead end: tile {t} is no city and not on your network",
                 )
-        if self.house_points(seat, self.pending) == self.house_points(seat):
+        if not self.network.adds_house(seat, [(a, b) for a, b, _ in self.pending]):
             return RuleViolation("route_no_house", "a trade route must add at least one trading house")
         return None
 
@@ -409,16 +425,7 @@ class State:
             return [{"place_pawn": {"tile": t}} for t in range(len(self.tiles)) if t not in taken]
         if self.phase == "PHASE_MOVE":
             return [{"move_pawn": {"tile": t}} for t, _ in self.destinations(seat)]
-        moves: list[JsonDict] = []
-        ctx = self._stick_context(seat)
-        hand = self.hands[seat]
-        for anchor in sorted(ctx[0] | set(self.cities)) if ctx[3] < STICK_SUPPLY else []:
-            for paid in self.adj[anchor]:
-                terrain = self.tiles[paid]["terrain"]
-                if terrain == CITY or hand[COLORS.index(terrain)] == 0:
-                    continue
-                if self._stick_check(seat, anchor, paid, ctx)[1] is None:
-                    moves.append({"lay_stick": {"anchor": anchor, "paid": paid}})
+        moves = self._stick_moves(seat)
         if self.pending:
             moves.append({"undo_stick": {}})
             if self.route_problem() is None:
@@ -569,6 +576,8 @@ class State:
             self.final_houses = [[c, p] for c, p in sorted(self._place_last_houses(seat, supply).items())]
             self.house_winner = seat
         new = [[seat, min(a, b), max(a, b), b, cost] for a, b, cost in self.pending]
+        for stick in new:
+            self.network.add(seat, stick[1], stick[2])
         self.sticks.extend(new)
         self.pending = []
         after = self.house_points(seat)
@@ -612,10 +621,10 @@ class State:
     def _colour_exhausted(self) -> bool:
         left = [0] * len(COLORS)
         present = [False] * len(COLORS)
-        for i, t in enumerate(self.tiles):
-            if t["terrain"] != CITY:
-                left[COLORS.index(t["terrain"])] += self.blocks[i]
-                present[COLORS.index(t["terrain"])] = True
+        for color, n in zip(self.colors, self.blocks, strict=True):
+            if color >= 0:
+                left[color] += n
+                present[color] = True
         return any(p and n == 0 for p, n in zip(present, left, strict=True))
 
     def _end_turn(self, seat: int, discarded: int) -> list[Event]:
@@ -667,7 +676,7 @@ class State:
                 {
                     "score": scores[s],
                     "cities": len(points[s]),
-                    "sticks": sum(1 for st in self.sticks if st[0] == s),
+                    "sticks": self.network.laid[s],
                     "house_points": sum(points[s].values()),
                 }
             )
@@ -724,15 +733,43 @@ class State:
 # ---------------------------------------------------------------- helpers
 
 
+Geometry = tuple[
+    tuple[Mapping[str, Any], ...],
+    dict[tuple[int, int], int],
+    list[list[int]],
+    list[int],
+    list[int],
+    list[list[tuple[int, tuple[int, int], int]]],
+]
+
+
+def _map_code(tiles: str | list[Any]) -> str:
+    """The map as stored: ``q,r,terrain index,circled`` per tile, ``;`` between tiles. One short
+    string costs next to nothing to encode and decode and keys the geometry cache. States
+    stored before this form held one dict per tile, which is read too."""
+    if isinstance(tiles, str):
+        return tiles
+    return ";".join(f"{t['q']},{t['r']},{TERRAINS.index(t['terrain'])},{int(t['circled'])}" for t in tiles)
+
+
 @functools.lru_cache(maxsize=256)
-def _geometry(
-    tiles: tuple[tuple[int, int, str], ...],
-) -> tuple[dict[tuple[int, int], int], list[list[int]], list[int]]:
-    """Cell -> index, neighbour lists and city indices of a map (cached: maps never change)."""
-    at = {(q, r): i for i, (q, r, _) in enumerate(tiles)}
-    adj = [[at[c] for c in board.neighbours((q, r)) if c in at] for q, r, _ in tiles]
-    cities = [i for i, (_, _, terrain) in enumerate(tiles) if terrain == CITY]
-    return at, adj, cities
+def _geometry(code: str) -> Geometry:
+    """Of a map (cached and shared, read-only: maps never change): the tiles, cell -> index,
+    neighbour lists, city indices, each tile's colour index (-1 for a city), and per tile the
+    sticks it could anchor that pay for a land tile, as (paid tile, ordered pair, paid colour)."""
+    packed = [tuple(int(x) for x in tile.split(",")) for tile in code.split(";")] if code else []
+    tiles = tuple(
+        MappingProxyType({"q": q, "r": r, "terrain": TERRAINS[t], "circled": bool(c)})
+        for q, r, t, c in packed
+    )
+    at = {(q, r): i for i, (q, r, _, _) in enumerate(packed)}
+    adj = [[at[c] for c in board.neighbours((q, r)) if c in at] for q, r, _, _ in packed]
+    colors = [t - 1 for _, _, t, _ in packed]  # TERRAINS is (CITY, *COLORS)
+    cities = [i for i, c in enumerate(colors) if c < 0]
+    links = [
+        [(p, (min(a, p), max(a, p)), colors[p]) for p in adj[a] if colors[p] >= 0] for a in range(len(packed))
+    ]
+    return tiles, at, adj, cities, colors, links
 
 
 def _test_stick(tiles: list[JsonDict], seat: int, a: int, b: int, *paid_cost: int) -> list[int]:

@@ -331,10 +331,27 @@ def check_timeout_move(state: State, seat: int, moves: list[dict]) -> None:
 
 
 def all_legal_moves_accepted(state: State, seat: int, moves: list[dict]) -> None:
+    """Every listed move is accepted, and every move the engine accepts is listed once (issue 9):
+    every tile pair, pawn tile and city is tried on a copy."""
     snapshot = state.to_dict()
     for move in moves:
         copy = State.from_dict(snapshot)
         copy.apply(seat, move)
+    n = len(state.tiles)
+    candidates: list[dict] = [{"undo_stick": {}}, {"build_route": {}}, {"end_turn": {}}]
+    candidates += [{kind: {"tile": t}} for kind in ("place_pawn", "move_pawn") for t in range(n)]
+    candidates += [{"predict": {"cities": [c]}} for c in state.cities]
+    candidates += [{"lay_stick": {"anchor": a, "paid": p}} for a in range(n) for p in range(n)]
+    accepted = []
+    for move in candidates:
+        try:
+            State.from_dict(snapshot).apply(seat, move)
+        except MoveError:
+            continue
+        accepted.append(move)
+    key = lambda m: json.dumps(m, sort_keys=True)  # noqa: E731
+    assert sorted(map(key, accepted)) == sorted(map(key, moves))
+    assert len(set(map(key, moves))) == len(moves)
     assert state.to_dict() == snapshot
 
 

@@ -1087,3 +1087,16 @@ def test_opening_event_is_the_public_board():
     assert (
         body["start_seat"] == state.start and body["house_supply"] == 31 and body["box_blocks"] == state.box
     )
+
+
+def test_states_stored_in_the_earlier_form_still_load():
+    # before the compact map code: one dict per tile, the custom tiles repeated in the options,
+    # no final_houses
+    state = State.new(3, 4, {"layout": "custom", "custom_tiles": custom_tiles(3)})
+    old = state.to_dict()
+    old["tiles"] = [{k: t[k] for k in ("q", "r", "terrain", "circled")} for t in state.tiles]
+    old["options"] = {**old["options"], "custom_tiles": custom_tiles(3)}
+    del old["final_houses"]
+    again = State.from_dict(json.loads(json.dumps(old)))
+    assert again == state and again.to_dict() == state.to_dict()
+    assert isinstance(state.to_dict()["tiles"], str) and state.to_dict()["options"]["custom_tiles"] == []
