@@ -1,6 +1,7 @@
 """Play whole matches with random-legal-move bots through a gateway.
 
 python -m clients.autoplay --game happy_mochi --matches 20 [--players N] [--target host:port]
+    [--bots N [--bot-level policy]]  (the last N seats played by the server's own bots)
 """
 
 from __future__ import annotations
@@ -31,6 +32,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--concurrency", type=int, default=4, help="matches played at once")
     parser.add_argument("--seed", type=int, default=1, help="first match seed; match i uses seed + i")
     parser.add_argument("--option", action="append", default=[], help="match option name=value (repeatable)")
+    parser.add_argument(
+        "--bots", type=int, default=0, help="seats per match played by server-side bots (the last ones)"
+    )
+    parser.add_argument("--bot-level", default="", help="level of those bots (random, policy)")
     return parser.parse_args(argv)
 
 
@@ -56,6 +61,8 @@ async def autoplay(args: argparse.Namespace) -> int:
                         seed=args.seed + i,
                         rng=random.Random(i),
                         options=options,
+                        server_bots=min(args.bots, counts[i % len(counts)]),
+                        bot_level=args.bot_level,
                     )
                 except grpc.aio.AioRpcError as error:
                     errors += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 import time
 from dataclasses import dataclass, field
@@ -13,6 +14,8 @@ from clients.game_client import GameClient
 
 # A safety net against a game that never ends; far above any real match's length.
 MAX_MOVES = 50_000
+# How often a client whose seats all wait on server bots looks again.
+SERVER_BOT_POLL_S = 0.02
 
 
 class MatchDidNotEnd(RuntimeError):
@@ -36,13 +39,18 @@ async def play_match(
     rng: random.Random | None = None,
     until: float | None = None,
     options: dict[str, Any] | None = None,
+    server_bots: int = 0,
+    bot_level: str = "",
 ) -> PlayedMatch:
     """Create a match, seat ``players`` bots, and play random legal moves until it ends
-    (or, with ``until``, a ``time.monotonic()`` deadline, until then)."""
+    (or, with ``until``, a ``time.monotonic()`` deadline, until then). The last
+    ``server_bots`` seats are the server's own bots (TableOptions.bot_seats), which play
+    themselves; this client plays the others."""
     rng = rng or random.Random(seed)
-    match = await client.create(players, seed=seed, options=options)
+    table = common_pb2.TableOptions(bot_seats=range(players - server_bots, players), bot_level=bot_level)
+    match = await client.create(players, seed=seed, options=options, table=table)
     tokens = {}
-    for n in range(players):
+    for n in range(players - server_bots):
         joined = await client.join(match.match_id, f"bot-{n}")
         tokens[joined.seat] = joined.token
     match = await client.match(match.match_id)
@@ -54,7 +62,13 @@ async def play_match(
             raise MatchDidNotEnd(
                 f"{client.game} match {match.match_id} still running after {MAX_MOVES} moves"
             )
-        seat = rng.choice(active)
+        ours = [s for s in active if s in tokens]
+        if not ours:  # only server bots have a decision: they move on their own
+            await asyncio.sleep(SERVER_BOT_POLL_S)
+            match = await client.match(match.match_id)
+            active, status = list(match.active_seats), match.status
+            continue
+        seat = rng.choice(ours)
         legal = await client.legal_moves(match.match_id, tokens[seat])
         if not legal.moves:
             raise RuntimeError(f"seat {seat} is active but has no legal move (version {legal.version})")

@@ -23,6 +23,7 @@ from services.engine import GameInfo
 from services.runtime import keys
 from services.runtime.codec import generated_modules
 from services.runtime.errors import InvalidArgument
+from services.runtime.limits import client_id
 from services.runtime.redis_client import RedisClient
 
 DEFAULT_PAGE_SIZE = 20
@@ -79,12 +80,14 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         pools: dict[str, ReplicaPool] | None = None,
         redis: RedisClient | None = None,
         find_wait_s: int = 30,
+        client_id_metadata: str = "",
     ) -> None:
         self.response = lobby_pb2.ListGamesResponse(games=[game_info(g) for g in games])
         self.games = {g.name: g for g in games}
         self.pools = pools or {}
         self.redis = redis
         self.find_wait_s = find_wait_s
+        self.client_id_metadata = client_id_metadata
         self.matchmaker = Matchmaker(redis, self.games, self.pools) if redis is not None else None
 
     async def ListGames(
@@ -153,7 +156,10 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
     ) -> lobby_pb2.FindMatchResponse:
         self._game(request.game)
         matchmaker = self._matchmaker()
-        ticket = matchmaker.ticket(request.game, request.players, request.ticket_id, request.player_name)
+        client = client_id(context.invocation_metadata(), context.peer(), self.client_id_metadata)
+        ticket = matchmaker.ticket(
+            request.game, request.players, request.ticket_id, request.player_name, client
+        )
         wait_s = request.wait_seconds or self.find_wait_s
         joined = await matchmaker.find(ticket, wait_s, request.fill_with_bots)
         return lobby_pb2.FindMatchResponse(joined=joined)

@@ -33,6 +33,7 @@ from services.engine import GameInfo
 from services.runtime import keys
 from services.runtime.codec import generated_modules
 from services.runtime.errors import FailedPrecondition, InvalidArgument
+from services.runtime.limits import FORWARDED_CLIENT
 from services.runtime.redis_client import RedisClient
 
 log = structlog.get_logger("matchmaker")
@@ -48,7 +49,8 @@ KEEP_S = 120
 RPC_TIMEOUT_S = 10.0
 
 # KEYS: queue, this ticket. ARGV: ticket id, player name, now ms, players, ttl s, group id,
-# fewest waiting tickets that form a group now, key prefix of the pool. Returns the
+# fewest waiting tickets that form a group now, key prefix of the pool, the caller's
+# client id (for its CreateMatch/JoinMatch budgets). Returns the
 # ticket's state ('waiting' or 'grouped') and its group id.
 # The queue never holds a full group (the enqueue that completes one takes it), so the
 # oldest tickets taken here always include this one.
@@ -58,7 +60,7 @@ local id, players, ttl, gid, prefix = ARGV[1], tonumber(ARGV[4]), ARGV[5], ARGV[
 local state = redis.call('HGET', ticket, 'state')
 if state == 'grouped' then return {state, redis.call('HGET', ticket, 'group')} end
 if state ~= 'waiting' then
-  redis.call('HSET', ticket, 'state', 'waiting', 'name', ARGV[2])
+  redis.call('HSET', ticket, 'state', 'waiting', 'name', ARGV[2], 'client', ARGV[9])
   redis.call('EXPIRE', ticket, ttl)
   redis.call('ZADD', queue, tonumber(ARGV[3]), id)
 end
@@ -93,6 +95,8 @@ class Ticket:
     players: int
     ticket_id: str
     player_name: str
+    # Who asked (limits.client_id): the match and the seats are made in that client's name.
+    client: str = ""
 
     def key(self, part: str) -> str:
         return keys.matchmaking(self.game.name, self.players, part)
@@ -106,7 +110,9 @@ class Matchmaker:
         self._enqueue = redis.register_script(_ENQUEUE)
         self._withdraw = redis.register_script(_WITHDRAW)
 
-    def ticket(self, game: str, players: int, ticket_id: str, player_name: str = "x") -> Ticket:
+    def ticket(
+        self, game: str, players: int, ticket_id: str, player_name: str = "x", client: str = ""
+    ) -> Ticket:
         info = self.games.get(game)
         if info is None:
             raise InvalidArgument(f"game: {game!r} is not served here (see ListGames)", field="game")
@@ -122,7 +128,7 @@ class Matchmaker:
             raise InvalidArgument(
                 f"player_name: 1 to {MAX_PLAYER_NAME} characters required", field="player_name"
             )
-        return Ticket(info, players, ticket_id or uuid.uuid4().hex, name)
+        return Ticket(info, players, ticket_id or uuid.uuid4().hex, name, client)
 
     async def find(self, ticket: Ticket, wait_s: int, fill_with_bots: bool) -> common_pb2.JoinMatchResponse:
         if wait_s > MAX_WAIT_S:
@@ -186,7 +192,8 @@ class Matchmaker:
             wait_s + KEEP_S,
             group_id,
         ]
-        reply = await self._enqueue(keys=self._ticket_keys(ticket), args=[*args, minimum, ticket.key("")])
+        args += [minimum, ticket.key(""), ticket.client]
+        reply = await self._enqueue(keys=self._ticket_keys(ticket), args=args)
         state, group = _text(reply[0]), _text(reply[1])
         if state == "grouped":
             log.info("match_found", ticket=ticket.ticket_id, group=group)
@@ -199,22 +206,31 @@ class Matchmaker:
         members: list[str] = json.loads(_text(raw_tickets or b"[]"))
         pb2, pb2_grpc = generated_modules(ticket.game)
         stub = getattr(pb2_grpc, f"{ticket.game.service}Stub")(self.pools[ticket.game.name].pick())
+
+        def on_behalf(client: Any) -> tuple[tuple[str, str], ...]:
+            return ((FORWARDED_CLIENT, _text(client)),) if client else ()
+
         if match_id is None:
+            creator = await self.redis.hget(ticket.key(f"ticket:{members[0]}"), "client")
             bots = list(range(len(members), ticket.players))
             request = pb2.CreateMatchRequest(
                 players=ticket.players, table=common_pb2.TableOptions(bot_seats=bots)
             )
-            created = await stub.CreateMatch(request, timeout=RPC_TIMEOUT_S, wait_for_ready=True)
+            created = await stub.CreateMatch(
+                request, metadata=on_behalf(creator), timeout=RPC_TIMEOUT_S, wait_for_ready=True
+            )
             await self.redis.hsetnx(group_key, "match_id", created.match_id)
             match_id = await self.redis.hget(group_key, "match_id")
         for member in members:
             member_key = ticket.key(f"ticket:{member}")
-            name = await self.redis.hget(member_key, "name")
+            name, client = await self.redis.hmget(member_key, ["name", "client"])
             join = common_pb2.JoinMatchRequest(
                 match_id=_text(match_id), player_name=_text(name or member), request_id=f"mm:{member}"
             )
             try:
-                joined = await stub.JoinMatch(join, timeout=RPC_TIMEOUT_S, wait_for_ready=True)
+                joined = await stub.JoinMatch(
+                    join, metadata=on_behalf(client), timeout=RPC_TIMEOUT_S, wait_for_ready=True
+                )
             except grpc.aio.AioRpcError as error:
                 log.warning("matchmaking_join_failed", ticket=member, code=error.code().name)
                 raise

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import random
 
 import grpc
 import pytest
 from mogames.common.v1 import common_pb2
 
+from clients.bot import play_match
 from clients.game_client import GameClient
 from deploy.redis_server import running_redis
 from services.catalog import rules_module
@@ -219,3 +221,13 @@ async def test_bot_seats_at_creation_play_a_whole_match(lifecycle_cluster):
     assert match.status == common_pb2.FINISHED and match.version > 0
     bad = await refusal(client.create(2, table=common_pb2.TableOptions(bot_seats=[2])))
     assert (bad.code, bad.field) == (grpc.StatusCode.INVALID_ARGUMENT, "table.bot_seats")
+
+
+async def test_the_bot_client_plays_next_to_server_bots(lifecycle_cluster):
+    played = await play_match(
+        client_of(lifecycle_cluster), 2, seed=17, rng=random.Random(1), server_bots=1, bot_level="policy"
+    )
+    assert played.finished and played.moves > 0
+    match = await client_of(lifecycle_cluster).match(played.match_id)
+    assert [s.bot for s in match.seats] == [False, True]
+    assert match.version > played.moves  # the server's bots moved too
