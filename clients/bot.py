@@ -1,4 +1,4 @@
-"""A random-legal-move bot that plays any game to the end through the seven RPCs."""
+"""A random-legal-move bot that plays any game to the end by WatchMatch prompts and SubmitMove."""
 
 from __future__ import annotations
 
@@ -8,14 +8,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient
 
 # A safety net against a game that never ends; far above any real match's length.
 MAX_MOVES = 50_000
-# How often a client whose seats all wait on server bots looks again.
-SERVER_BOT_POLL_S = 0.02
 
 
 class MatchDidNotEnd(RuntimeError):
@@ -45,7 +44,10 @@ async def play_match(
     """Create a match, seat ``players`` bots, and play random legal moves until it ends
     (or, with ``until``, a ``time.monotonic()`` deadline, until then). The last
     ``server_bots`` seats are the server's own bots (TableOptions.bot_seats), which play
-    themselves; this client plays the others."""
+    themselves; this client plays the others.
+
+    Each seat plays as a live client does: one WatchMatch, and one SubmitMove per decision,
+    taken from the stream's prompts (or from ``next_moves`` in a multi-step turn)."""
     rng = rng or random.Random(seed)
     table = common_pb2.TableOptions(bot_seats=range(players - server_bots, players), bot_level=bot_level)
     match = await client.create(players, seed=seed, options=options, table=table)
@@ -53,36 +55,57 @@ async def play_match(
     for n in range(players - server_bots):
         joined = await client.join(match.match_id, f"bot-{n}")
         tokens[joined.seat] = joined.token
-    match = await client.match(match.match_id)
-    active = list(match.active_seats)
-    status = match.status
     played = PlayedMatch(match.match_id, 0, [], [])
-    while status == common_pb2.IN_PROGRESS and (until is None or time.monotonic() < until):
-        if played.moves >= MAX_MOVES:
-            raise MatchDidNotEnd(
-                f"{client.game} match {match.match_id} still running after {MAX_MOVES} moves"
-            )
-        ours = [s for s in active if s in tokens]
-        if not ours:  # only server bots have a decision: they move on their own
-            await asyncio.sleep(SERVER_BOT_POLL_S)
-            match = await client.match(match.match_id)
-            active, status = list(match.active_seats), match.status
-            continue
-        seat = rng.choice(ours)
-        legal = await client.legal_moves(match.match_id, tokens[seat])
-        if not legal.moves:
-            raise RuntimeError(f"seat {seat} is active but has no legal move (version {legal.version})")
-        started = time.perf_counter()
-        response = await client.submit(
-            match.match_id, tokens[seat], rng.choice(legal.moves), expected_version=legal.version
-        )
-        played.move_latencies_s.append(time.perf_counter() - started)
-        played.moves += 1
-        active, status = list(response.active_seats), response.status
-    played.finished = status == common_pb2.FINISHED
+    seats = [asyncio.create_task(_play_seat(client, played, s, t, rng, until)) for s, t in tokens.items()]
+    timeout = None if until is None else max(0.0, until - time.monotonic())
+    done, pending = await asyncio.wait(seats, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+    for task in done:
+        task.result()  # raises what a seat raised
     final = await client.match(match.match_id)
+    played.finished = final.status == common_pb2.FINISHED
     played.scores, played.winners = list(final.scores), list(final.winners)
     return played
+
+
+async def _play_seat(
+    client: GameClient, played: PlayedMatch, seat: int, token: str, rng: random.Random, until: float | None
+) -> None:
+    """One seat: watch from the start of play, answer every prompt, stop at the match's end."""
+    stream = client.watch(played.match_id, token, after_version=0)
+    acted_at = -1  # the version this seat last moved to
+    try:
+        async for event in stream:
+            kind = event.WhichOneof("event")
+            if kind in ("match_ended", "match_abandoned"):
+                return
+            if kind != "prompt" or event.version <= acted_at:
+                continue  # not a decision, or one this seat already took from next_moves
+            version, moves = event.version, list(event.prompt.moves)
+            while moves:
+                if until is not None and time.monotonic() >= until:
+                    return
+                if played.moves >= MAX_MOVES:
+                    raise MatchDidNotEnd(
+                        f"{client.game} match {played.match_id} still running after {MAX_MOVES} moves"
+                    )
+                started = time.perf_counter()
+                try:
+                    response = await client.submit(
+                        played.match_id, token, rng.choice(moves), expected_version=version
+                    )
+                except grpc.aio.AioRpcError as error:
+                    if error.code() != grpc.StatusCode.ABORTED:
+                        raise
+                    break  # another seat moved first: this seat's next prompt follows
+                played.move_latencies_s.append(time.perf_counter() - started)
+                played.moves += 1
+                acted_at = version = response.version
+                moves = list(response.next_moves)
+    finally:
+        stream.cancel()
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:

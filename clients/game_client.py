@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
@@ -37,13 +36,18 @@ class GameClient:
         players: int,
         seed: int | None = None,
         options: dict[str, Any] | None = None,
-        table: common_pb2.TableOptions | None = None,
+        table: common_pb2.TableOptions | dict[str, Any] | None = None,
     ) -> common_pb2.Match:
-        request = self.pb2.CreateMatchRequest(players=players, table=table)
+        """A new match; ``options`` are the game's, ``table`` the platform's (TableOptions)."""
+        request = self.pb2.CreateMatchRequest(players=players)
         if seed is not None:
             request.seed = seed
         if options:
             json_format.ParseDict(options, request.options)
+        if isinstance(table, dict):
+            json_format.ParseDict(table, request.table)
+        elif table is not None:
+            request.table.CopyFrom(table)
         return await self.stub.CreateMatch(request, timeout=self.timeout_s)
 
     async def join(self, match_id: str, name: str, request_id: str = "") -> common_pb2.JoinMatchResponse:
@@ -65,9 +69,11 @@ class GameClient:
     async def match(self, match_id: str) -> common_pb2.Match:
         return await self.stub.GetMatch(common_pb2.GetMatchRequest(match_id=match_id), timeout=self.timeout_s)
 
-    async def view(self, match_id: str, token: str) -> Any:
+    async def view(self, match_id: str, token: str | None) -> Any:
+        """The seat's view, or with no token a spectator's."""
         request = common_pb2.GetViewRequest(match_id=match_id)
-        return await self.stub.GetView(request, metadata=auth(token), timeout=self.timeout_s)
+        metadata = auth(token) if token else None
+        return await self.stub.GetView(request, metadata=metadata, timeout=self.timeout_s)
 
     async def legal_moves(self, match_id: str, token: str) -> Any:
         request = common_pb2.ListLegalMovesRequest(match_id=match_id)
@@ -90,7 +96,17 @@ class GameClient:
         return await self.stub.SubmitMove(request, metadata=auth(token), timeout=self.timeout_s)
 
     def watch(
-        self, match_id: str, token: str | None = None, after_version: int = 0, timeout_s: float | None = None
-    ) -> AsyncIterator[Any]:
-        request = common_pb2.WatchMatchRequest(match_id=match_id, after_version=after_version)
+        self,
+        match_id: str,
+        token: str | None = None,
+        after_version: int | None = None,
+        after_seq: int = 0,
+        timeout_s: float | None = None,
+    ) -> Any:
+        """The match's stream (a call object: iterate it, ``cancel()`` it). ``after_version``
+        None = from the first join; else events after (after_version, after_seq), where
+        after_seq 0 means after the whole version."""
+        request = common_pb2.WatchMatchRequest(match_id=match_id, after_seq=after_seq)
+        if after_version is not None:
+            request.after_version = after_version
         return self.stub.WatchMatch(request, metadata=auth(token) if token else None, timeout=timeout_s)

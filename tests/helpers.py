@@ -64,10 +64,17 @@ async def active_seat_move(client: GameClient, started: StartedMatch) -> tuple[i
     return seat, legal.moves[0], legal.version
 
 
+def is_history(event: Any) -> bool:
+    """A stored event (seq >= 1), not a prompt or a heartbeat."""
+    return bool(event.seq)
+
+
 async def events_before(stream: Any, stop_version: int) -> list[Any]:
-    """Events of a WatchMatch stream up to (not including) the first of ``stop_version``."""
+    """History events of a WatchMatch stream up to (not including) the first of ``stop_version``."""
     seen = []
     async for event in stream:
+        if not is_history(event):
+            continue
         if event.version >= stop_version:
             break
         seen.append(event)

@@ -1,12 +1,15 @@
-"""WatchMatch: replay from a version, then live events, across replicas, resumable without gaps."""
+"""WatchMatch: complete history from the first join, per-watcher cursors, exact resume at
+event granularity, across replicas, one pub/sub subscription per replica."""
 
 from __future__ import annotations
 
 import asyncio
 
+import grpc
+
 from clients.bot import play_match
-from tests.conftest import REPLICAS
-from tests.helpers import active_seat_move, events_before, start_match
+from services.runtime import keys
+from tests.helpers import active_seat_move, events_before, is_history, refusal, start_match
 
 GAME = "happy_mochi"
 
@@ -21,62 +24,127 @@ async def play_moves(client, started, count: int) -> int:
     return version
 
 
+async def collect(stream, until) -> list:
+    """History events of ``stream`` until ``until(event)`` holds (that one included)."""
+    seen = []
+    async for event in stream:
+        if is_history(event):
+            seen.append(event)
+            if until(event):
+                break
+    stream.cancel()
+    return seen
+
+
 async def test_watcher_on_one_replica_sees_moves_made_on_the_other(cluster):
     replica_a, replica_b = cluster.replica_client(GAME, 0), cluster.replica_client(GAME, 1)
     started = await start_match(replica_a, 2, seed=8)
     token = started.tokens[0]
-    stream = replica_b.watch(started.match_id, token, after_version=0)
-    collected: list = []
-
-    async def watch() -> None:
-        async for event in stream:
-            collected.append(event)
-            if event.version >= 6:
-                return
-
-    watcher = asyncio.create_task(watch())
-    await asyncio.sleep(0.2)  # the watcher is now blocked waiting for live events
+    watcher = asyncio.create_task(
+        collect(replica_b.watch(started.match_id, token, after_version=0), lambda e: e.version >= 6)
+    )
+    await asyncio.sleep(0.2)  # the watcher is now waiting for live events
     await play_moves(replica_a, started, 6)
-    await asyncio.wait_for(watcher, timeout=20)
-    stream.cancel()
+    collected = await asyncio.wait_for(watcher, timeout=20)
     versions = [e.version for e in collected]
     assert versions == sorted(versions) and set(versions) == {1, 2, 3, 4, 5, 6}
+    assert [e.seq for e in collected if e.version == 1] == list(range(1, versions.count(1) + 1))
 
 
-async def test_resume_from_last_version_misses_nothing_and_repeats_nothing(cluster):
+async def test_a_watcher_started_before_the_first_join_sees_every_join_and_the_start(cluster):
+    client = cluster.client(GAME)
+    match = await client.create(3, seed=2)
+    live = asyncio.create_task(
+        collect(client.watch(match.match_id), lambda e: e.WhichOneof("event") == "match_started")
+    )
+    await asyncio.sleep(0.2)
+    for name in ("ann", "bob", "cid"):
+        await client.join(match.match_id, name)
+    seen = await asyncio.wait_for(live, timeout=20)
+    assert [(e.version, e.seq) for e in seen] == [(0, 1), (0, 2), (0, 3), (0, 4)]
+    assert [e.player_joined.player_name for e in seen[:3]] == ["ann", "bob", "cid"]
+    # Replay from the beginning gives the same events.
+    replayed = await collect(client.watch(match.match_id), lambda e: e.WhichOneof("event") == "match_started")
+    assert replayed == seen
+
+
+async def test_resume_from_every_position_misses_nothing_and_repeats_nothing(cluster):
     replica_a, replica_b = cluster.replica_client(GAME, 0), cluster.replica_client(GAME, 1)
     started = await start_match(replica_a, 3, seed=12)
-    last = await play_moves(replica_a, started, 12)
+    last = await play_moves(replica_a, started, 8)
     token = started.tokens[1]
-    whole = await events_before(replica_a.watch(started.match_id, token, 0), last)
-    first_part = await events_before(replica_a.watch(started.match_id, token, 0), 6)
-    resumed = await events_before(replica_b.watch(started.match_id, token, first_part[-1].version), last)
-    assert first_part + resumed == whole
-    assert {e.version for e in whole} == set(range(1, last))
+    whole = await events_before(replica_a.watch(started.match_id, token), last)
+    assert whole[0].version == 0 and whole[0].WhichOneof("event") == "player_joined"
+    assert {e.version for e in whole} == set(range(last))
+    # After a whole version (0 included): every later event, none of that version.
+    for version in range(last):
+        resumed = await events_before(replica_b.watch(started.match_id, token, version), last)
+        assert resumed == [e for e in whole if e.version > version]
+    # After one event, wherever it is, even between two events of one version.
+    for n, event in enumerate(whole):
+        stream = replica_b.watch(started.match_id, token, event.version, event.seq)
+        resumed = await events_before(stream, last)
+        assert resumed == whole[n + 1 :]
+
+
+async def test_a_stream_cut_between_two_events_of_one_version_resumes_exactly(cluster):
+    client = cluster.client(GAME)
+    started = await start_match(client, 2, seed=12)
+    token = started.tokens[0]
+    await play_moves(client, started, 1)
+    whole = await events_before(client.watch(started.match_id, token), 1)
+    # Version 0 holds the joins and the start: cut the stream after the first join.
+    stream = client.watch(started.match_id, token)
+    first = await anext(aiter(stream))
+    stream.cancel()
+    assert (first.version, first.seq) == (0, 1) and len(whole) >= 3
+    rest = await events_before(client.watch(started.match_id, token, first.version, first.seq), 1)
+    assert [first, *rest] == whole
 
 
 async def test_watch_of_a_finished_match_replays_to_the_end_and_closes(cluster):
     client = cluster.client("mori")  # short matches
     played = await play_match(client, 3, seed=5)
-    events = [e async for e in client.watch(played.match_id, None, 0)]
+    events = [e async for e in client.watch(played.match_id, None)]
+    assert events[0].WhichOneof("event") == "player_joined"
     assert events[-1].WhichOneof("event") == "match_ended"
     assert list(events[-1].match_ended.winners) == played.winners
-    assert [e.version for e in events] == sorted(e.version for e in events)
+    assert [(e.version, e.seq) for e in events] == sorted((e.version, e.seq) for e in events)
     assert events[-1].version == played.moves
+    # Resuming after the end: nothing more, and the stream closes.
+    after_end = [e async for e in client.watch(played.match_id, None, events[-1].version)]
+    assert after_end == []
 
 
-async def test_many_watchers_share_one_redis_reader_and_all_see_each_move(cluster, redis_client):
+async def test_out_of_range_cursors_are_refused_and_blind_nobody(cluster):
     replica_a, replica_b = cluster.replica_client(GAME, 0), cluster.replica_client(GAME, 1)
     started = await start_match(replica_a, 2, seed=19)
-    streams = [replica_b.watch(started.match_id, started.tokens[n % 2], 0) for n in range(40)]
+    player = asyncio.create_task(
+        collect(replica_b.watch(started.match_id, started.tokens[0], 0), lambda e: e.version >= 2)
+    )
+    for version in (10**12, 2**64 - 1, 1):
+        refused = await refusal(anext(aiter(replica_b.watch(started.match_id, None, version))))
+        assert (refused.code, refused.field) == (grpc.StatusCode.INVALID_ARGUMENT, "after_version")
+    # A watcher far ahead of another (at the current version) changes nothing for it.
+    ahead = replica_b.watch(started.match_id, None, 0)
+    await asyncio.sleep(0.2)
+    await play_moves(replica_a, started, 2)
+    seen = await asyncio.wait_for(player, timeout=20)
+    ahead.cancel()
+    assert {e.version for e in seen} == {1, 2}
+
+
+async def test_many_watchers_share_one_subscription_per_replica_and_all_see_each_move(cluster, redis_client):
+    replica_a, replica_b = cluster.replica_client(GAME, 0), cluster.replica_client(GAME, 1)
+    started = await start_match(replica_a, 2, seed=19)
+    streams = [replica_b.watch(started.match_id, None, 0) for _ in range(40)]
     firsts = [asyncio.create_task(anext(aiter(s))) for s in streams]
     await asyncio.sleep(1.0)  # every watcher has replayed its (empty) history and is waiting
-    blocked = (await redis_client.info("clients"))["blocked_clients"]
+    subscribers = await redis_client.pubsub_numsub(keys.notify(started.match_id))
     version = await play_moves(replica_a, started, 1)
     received = await asyncio.wait_for(asyncio.gather(*firsts), timeout=20)
     for stream in streams:
         stream.cancel()
-    assert all(event.version == version == 1 for event in received)
-    # Forty waiting watchers, and no more than one Redis client blocked reading per replica
-    # (one replica may still serve a watch an earlier test left behind).
-    assert blocked <= REPLICAS
+    assert all((event.version, event.seq) == (version, 1) == (1, 1) for event in received)
+    # Forty watchers on replica b: one subscription to the match's channel, b's.
+    assert subscribers == [(keys.notify(started.match_id).encode(), 1)]

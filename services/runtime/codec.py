@@ -46,14 +46,16 @@ class Codec:
     def move_out(self, move: dict[str, Any]) -> Message:
         return json_format.ParseDict(move, self.pb2.Move())
 
-    def view(self, body: dict[str, Any], version: int, seat: int, active: list[int]) -> Message:
+    def view(self, body: dict[str, Any], version: int, seat: int | None, active: list[int]) -> Message:
+        """A seat's view, or a spectator's (``seat`` None: the seat field stays 0)."""
         message = json_format.ParseDict(body, self.pb2.View())
         message.version = version
-        message.seat = seat
+        message.seat = seat or 0
         message.active_seats.extend(active)
         return message
 
     def event(self, event: StoredEvent) -> Message:
         message = json_format.ParseDict(event.body, self.pb2.MatchEvent())
         message.version = event.version
+        message.seq = event.seq
         return message

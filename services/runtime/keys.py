@@ -57,3 +57,15 @@ def client_waiting(client: str) -> str:
 def match_creator(match_id: str) -> str:
     """Which client created a waiting match, so its start can be taken off that client's count."""
     return f"{PREFIX}:{{{match_id}}}:creator"
+
+
+def notify(match_id: str) -> str:
+    """Pub/sub channel told the new version after every commit of the match (the watch hub's
+    wake-up call; the events stream stays the source of truth). It carries the match's hash
+    tag so that a sharded-pub/sub deployment publishes it from the match's own slot."""
+    return f"{PREFIX}:{{{match_id}}}:notify"
+
+
+def match_of_notify(channel: str) -> str:
+    """The match id of a ``notify`` channel name."""
+    return channel[channel.index("{") + 1 : channel.rindex("}")]

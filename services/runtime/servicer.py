@@ -135,13 +135,15 @@ class GameServicer:
             events=[self.codec.event(e) for e in result.events],
             active_seats=result.active_seats,
             status=result.status,  # type: ignore[arg-type]
+            next_moves=[self.codec.move_out(m) for m in result.next_moves],
         )
 
     async def WatchMatch(
         self, request: common_pb2.WatchMatchRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[Message]:
         _bind(match_id=request.match_id)
-        events = self.service.watch(request.match_id, _token(context), request.after_version)
+        after_version = request.after_version if request.HasField("after_version") else None
+        events = self.service.watch(request.match_id, _token(context), after_version, request.after_seq)
         self._end_with_call(context, events)
         async for event in events:
             yield self.codec.event(event)

@@ -151,6 +151,12 @@ class ServiceSettings:
     rate_window_s: int = 60
     max_waiting_per_client: int = 0
     metrics_listen: str = ""
+    # GetView / WatchMatch without a token (the public view and events); a match can also
+    # refuse them itself (TableOptions.no_spectators).
+    spectators: bool = True
+    # A quiet WatchMatch sends a Heartbeat this often, so proxies keep the stream and a
+    # vanished client is noticed at the next write.
+    heartbeat_s: float = 15.0
 
     @classmethod
     def from_env(cls, game: str | None = None) -> ServiceSettings:
@@ -184,6 +190,8 @@ class ServiceSettings:
             rate_window_s=_int("MOGAMES_RATE_WINDOW_S", 60, minimum=1),
             max_waiting_per_client=_int("MOGAMES_MAX_WAITING_PER_CLIENT", 10),
             metrics_listen=_metrics_listen(),
+            spectators=_bool("MOGAMES_SPECTATORS", True),
+            heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 15, minimum=1),
         )
 
 

@@ -16,9 +16,11 @@ from typing import Any
 from services.runtime import keys
 from services.runtime.redis_client import RedisClient
 
-# KEYS: match hash, events stream, request record.
+# KEYS: match hash, events stream, request record, notify channel (same hash tag).
 # ARGV: expected rev, new doc, ttl seconds, request value ('' = no request id),
-#       request ttl, then event id / payload pairs.
+#       request ttl, new version, then event id / payload pairs.
+# The PUBLISH wakes the watch hubs; a hub that misses it (reconnecting) re-reads the
+# stream, which stays the source of truth.
 _COMMIT = """
 if ARGV[4] ~= '' then
   local previous = redis.call('GET', KEYS[3])
@@ -28,12 +30,13 @@ local rev = redis.call('HGET', KEYS[1], 'rev')
 if rev ~= ARGV[1] then return {'conflict', rev or ''} end
 local new_rev = tonumber(rev) + 1
 redis.call('HSET', KEYS[1], 'rev', new_rev, 'doc', ARGV[2])
-for i = 6, #ARGV, 2 do
+for i = 7, #ARGV, 2 do
   redis.call('XADD', KEYS[2], ARGV[i], 'e', ARGV[i + 1])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('EXPIRE', KEYS[2], ARGV[3]) end
 if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
+if #ARGV >= 7 then redis.call('PUBLISH', KEYS[4], ARGV[6]) end
 return {'ok', tostring(new_rev)}
 """
 
@@ -150,11 +153,13 @@ class MatchStore:
             ttl_s,
             request_answer if request_key else "",
             max(request_ttl_s, 1),
+            record.version,
         ]
         for event in events:
             argv += [event.stream_id, event.payload()]
         request = request_key or keys.request(match_id, 0, "-")
-        result = await self._commit(keys=[keys.match(match_id), keys.events(match_id), request], args=argv)
+        script_keys = [keys.match(match_id), keys.events(match_id), request, keys.notify(match_id)]
+        result = await self._commit(keys=script_keys, args=argv)
         outcome = result[0].decode() if isinstance(result[0], bytes) else result[0]
         value = result[1].decode() if isinstance(result[1], bytes) else result[1]
         if outcome == "ok":
@@ -163,11 +168,21 @@ class MatchStore:
             return CommitResult("duplicate", previous_answer=value)
         return CommitResult("conflict")
 
-    async def events_of_version(self, match_id: str, version: int) -> list[StoredEvent]:
-        entries: Any = await self.redis.xrange(
-            keys.events(match_id), f"{version}-0", f"{version}-18446744073709551615"
-        )
-        return [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
+    async def events_after(
+        self, match_id: str, after: tuple[int, int], with_record: bool
+    ) -> tuple[list[StoredEvent], MatchRecord | None]:
+        """Events strictly after stream position ``after`` and, when asked, the match as it
+        is once they are read (read second, so it is at least as new as the last event)."""
+        start = f"({after[0]}-{after[1]}"
+        if not with_record:
+            entries: Any = await self.redis.xrange(keys.events(match_id), start, "+")
+            return [StoredEvent.from_entry(i, f) for i, f in entries], None
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.xrange(keys.events(match_id), start, "+")
+            pipe.hmget(keys.match(match_id), ["rev", "doc"])
+            entries, (rev, doc) = await pipe.execute()
+        record = None if doc is None or rev is None else MatchRecord.from_json(doc, int(rev))
+        return [StoredEvent.from_entry(i, f) for i, f in entries], record
 
     async def publish_game_move(self, game: str, fields: dict[Any, Any], maxlen: int) -> None:
         await self.redis.xadd(keys.game_moves(game), fields, maxlen=maxlen, approximate=True)

@@ -1,109 +1,236 @@
-"""One Redis reader per process for every WatchMatch it serves.
+"""One pub/sub connection per process wakes every WatchMatch it serves.
 
-A watcher blocked in its own ``XREAD BLOCK`` would hold a Redis connection for as long as
-it waits; thousands of watchers would need thousands of connections. The hub instead runs
-one loop that reads every watched stream in a single ``XREAD`` on its own connection and
-hands each entry to the watchers of that stream.
+Every commit PUBLISHes a tiny notification on its match's channel (``keys.notify``, inside
+the commit script). The hub holds ONE pub/sub connection: it SUBSCRIBEs a match's channel
+when the match gets its first watcher here and UNSUBSCRIBEs when the last one leaves. On a
+notification it reads that match's stream once (``XRANGE`` from the lowest cursor of its
+watchers) and hands each watcher what lies past its own cursor. So an event costs one read
+per watched match, whatever the number of watchers, and quiet watchers cost nothing.
 
-A new watcher subscribes first, then replays its history with ``XRANGE``, then takes live
-entries from its queue, skipping any it already replayed: nothing is missed between the
-replay and the live feed, and nothing is seen twice.
+The stream stays the source of truth: a (re)subscription confirmation also triggers a read,
+so a watcher that joins, or a connection that comes back, catches up from its cursor and
+nothing committed meanwhile is lost. Every watcher has its own cursor, (version, seq) of
+the last event it was given: no watcher's request changes what another receives.
 
-grpc.aio tells a server-streaming handler that its client left only when it next writes,
-so a watch whose client went away stays subscribed until its match's next event (or end,
-or expiry): it then costs a queue here, not a Redis connection.
+A seat's watcher also gets a prompt (its legal moves) once per version at which it has a
+decision, computed once per version for all watchers of the match on this replica.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator
+import contextlib
+from collections.abc import AsyncGenerator, Callable, Collection
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
 
 from services.runtime import keys
-from services.runtime.redis_client import RedisClient
-from services.runtime.store import StoredEvent
+from services.runtime.store import MatchRecord, MatchStore, StoredEvent
 
 log = structlog.get_logger("watch_hub")
 
-READ_BLOCK_MS = 250
-READ_COUNT = 1000
 RETRY_AFTER_ERROR_S = 1.0
 
+# A stream position: (version, seq) of the last event a watcher was given.
+Cursor = tuple[int, int]
+# The prompt event body of each of the given seats that has a decision in a match as stored.
+PromptMaker = Callable[[MatchRecord, Collection[int]], dict[int, dict[str, Any]]]
 
-def _order(stream_id: str) -> tuple[int, int]:
-    version, seq = stream_id.split("-")
-    return int(version), int(seq)
+
+@dataclass(eq=False)
+class _Watcher:
+    seat: int | None
+    cursor: Cursor
+    queue: asyncio.Queue[StoredEvent] = field(default_factory=asyncio.Queue)
+    # The last version this watcher was prompted at.
+    prompted: int = -1
+
+
+@dataclass(eq=False)
+class _Match:
+    watchers: set[_Watcher] = field(default_factory=set)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    # A subscription confirmation arrived: a new watcher may read at once.
+    subscribed: bool = False
+    reader: asyncio.Task[None] | None = None
+    # Prompts of the last record read (by rev), for the seats asked so far: computed once
+    # however many watchers a seat has.
+    prompts_rev: int = -1
+    prompts: dict[int, dict[str, Any] | None] = field(default_factory=dict)
 
 
 class WatchHub:
-    def __init__(self, client: RedisClient) -> None:
-        # The hub's blocking XREAD holds one connection of the pool at a time.
-        self.redis = client
-        # Stream key -> the queue of each watcher of that stream.
-        self._watchers: dict[str, set[asyncio.Queue[StoredEvent]]] = {}
-        self._cursors: dict[str, str] = {}
-        self._task: asyncio.Task[None] | None = None
+    def __init__(self, store: MatchStore, make_prompts: PromptMaker) -> None:
+        self.store = store
+        self._make_prompts = make_prompts
+        self._matches: dict[str, _Match] = {}
+        # Subscribe/unsubscribe commands, sent in order by one task.
+        self._commands: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self._pubsub: Any = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    async def events(
-        self, match_id: str, after_id: str, idle_s: float
+    def watched_matches(self) -> int:
+        """Matches with at least one watcher here (= channels subscribed)."""
+        return len(self._matches)
+
+    def watchers(self) -> int:
+        return sum(len(m.watchers) for m in self._matches.values())
+
+    async def watch(
+        self, match_id: str, seat: int | None, after: Cursor, heartbeat_s: float
     ) -> AsyncGenerator[StoredEvent | None, None]:
-        """Events of ``match_id`` after ``after_id``, in order, forever; ``None`` after
-        ``idle_s`` seconds without one, so the caller can check whether to go on."""
-        stream = keys.events(match_id)
-        watcher: asyncio.Queue[StoredEvent] = asyncio.Queue()
-        self._watchers.setdefault(stream, set()).add(watcher)
-        self._cursors.setdefault(stream, after_id)
-        self._start()
+        """The events ``seat`` may see after ``after``, in order, and its prompts, forever;
+        ``None`` after ``heartbeat_s`` seconds without either."""
+        watcher = _Watcher(seat, after)
+        match = self._matches.get(match_id)
+        if match is None:
+            match = self._matches[match_id] = _Match()
+            match.reader = self._spawn(self._read_loop(match_id, match), f"watch-{match_id}")
+            self._send("subscribe", match_id)
+        match.watchers.add(watcher)
+        if match.subscribed:
+            match.wake.set()
         try:
-            last = _order(after_id)
-            history: Any = await self.redis.xrange(stream, f"({after_id}", "+")
-            for entry_id, fields in history:
-                event = StoredEvent.from_entry(entry_id, fields)
-                last = (event.version, event.seq)
-                yield event
             while True:
                 try:
-                    event = await asyncio.wait_for(watcher.get(), idle_s)
+                    event = await asyncio.wait_for(watcher.queue.get(), heartbeat_s)
                 except TimeoutError:
                     yield None
                     continue
-                if (event.version, event.seq) > last:
-                    last = (event.version, event.seq)
-                    yield event
+                yield event
         finally:
-            watchers = self._watchers.get(stream)
-            if watchers is not None:
-                watchers.discard(watcher)
-                if not watchers:
-                    del self._watchers[stream]
-                    self._cursors.pop(stream, None)
+            match.watchers.discard(watcher)
+            if not match.watchers and self._matches.get(match_id) is match:
+                del self._matches[match_id]
+                if match.reader is not None:
+                    match.reader.cancel()
+                self._send("unsubscribe", match_id)
 
-    def _start(self) -> None:
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run(), name="watch-hub")
+    # -- subscriptions ---------------------------------------------------------------
 
-    async def _run(self) -> None:
-        while self._watchers:
-            streams: Any = {s: self._cursors[s] for s in self._watchers}
+    def _spawn(self, coroutine: Any, name: str) -> asyncio.Task[None]:
+        task = asyncio.create_task(coroutine, name=name)
+        self._tasks.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    def _send(self, verb: str, match_id: str) -> None:
+        if self._pubsub is None:
+            self._pubsub = self.store.redis.pubsub()
+            self._commands = asyncio.Queue()
+            self._spawn(self._command_loop(self._pubsub, self._commands), "watch-hub-commands")
+        self._commands.put_nowait((verb, match_id))
+
+    async def _command_loop(self, pubsub: Any, commands: asyncio.Queue[tuple[str, str]]) -> None:
+        """Sends (un)subscriptions one at a time, in the order asked (so that a quick
+        unsubscribe-then-subscribe of one match ends subscribed); gives the connection
+        back when nothing is watched any more."""
+        listener: asyncio.Task[None] | None = None
+        try:
+            while True:
+                verb, match_id = await commands.get()
+                await self._command(pubsub, verb, match_id)
+                if listener is None:
+                    listener = self._spawn(self._listen_loop(pubsub), "watch-hub-listener")
+                if commands.empty() and not self._matches:
+                    return
+        finally:
+            if self._pubsub is pubsub:
+                self._pubsub = None
+            if listener is not None:
+                listener.cancel()
+            with contextlib.suppress(Exception):
+                await pubsub.aclose()
+
+    async def _command(self, pubsub: Any, verb: str, match_id: str) -> None:
+        channel = keys.notify(match_id)
+        while True:
             try:
-                reply: Any = await self.redis.xread(streams, count=READ_COUNT, block=READ_BLOCK_MS)
+                if verb == "subscribe":
+                    await pubsub.subscribe(channel)
+                else:
+                    await pubsub.unsubscribe(channel)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                log.warning("watch_subscription_failed", verb=verb, match_id=match_id, error=str(error))
+                # A lost connection drops its subscriptions: an unsubscribe is then moot, and
+                # a subscribe for a match nobody watches any more too.
+                if verb == "unsubscribe" or match_id not in self._matches:
+                    return
+                await asyncio.sleep(RETRY_AFTER_ERROR_S)
+
+    async def _listen_loop(self, pubsub: Any) -> None:
+        while True:
+            try:
+                message = await pubsub.get_message(timeout=None)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                # The client reconnects and resubscribes on the next read; each confirmation
+                # then makes its match read its stream again.
+                log.warning("watch_notifications_failed", error=str(error))
+                await asyncio.sleep(RETRY_AFTER_ERROR_S)
+                continue
+            if not message or message["type"] not in ("message", "subscribe"):
+                continue
+            channel = message["channel"]
+            match_id = keys.match_of_notify(channel.decode() if isinstance(channel, bytes) else channel)
+            match = self._matches.get(match_id)
+            if match is not None:
+                match.subscribed = match.subscribed or message["type"] == "subscribe"
+                match.wake.set()
+
+    # -- reading ---------------------------------------------------------------------
+
+    async def _read_loop(self, match_id: str, match: _Match) -> None:
+        while True:
+            await match.wake.wait()
+            match.wake.clear()
+            try:
+                await self._read(match_id, match)
             except asyncio.CancelledError:
                 raise
             except Exception:
-                log.exception("watch_read_failed")
+                log.exception("watch_read_failed", match_id=match_id)
                 await asyncio.sleep(RETRY_AFTER_ERROR_S)
+                match.wake.set()
+
+    async def _read(self, match_id: str, match: _Match) -> None:
+        watchers = list(match.watchers)
+        if not watchers:
+            return
+        lowest = min(w.cursor for w in watchers)
+        any_seat = any(w.seat is not None for w in watchers)
+        events, record = await self.store.events_after(match_id, lowest, with_record=any_seat)
+        for watcher in watchers:
+            for event in events:
+                position = (event.version, event.seq)
+                if position > watcher.cursor:
+                    watcher.cursor = position
+                    if event.visible_to(watcher.seat):
+                        watcher.queue.put_nowait(event)
+        if record is not None:
+            self._prompt(match, record, watchers)
+
+    def _prompt(self, match: _Match, record: MatchRecord, watchers: list[_Watcher]) -> None:
+        if match.prompts_rev != record.rev:
+            match.prompts_rev, match.prompts = record.rev, {}
+        seats = {w.seat for w in watchers if w.seat is not None} - match.prompts.keys()
+        if seats:
+            made = self._make_prompts(record, seats)
+            match.prompts.update({seat: made.get(seat) for seat in seats})
+        prompts = match.prompts
+        # A watcher still short of the record's last event gets its prompt on the read
+        # that brings that event (its commit's notification is on the way).
+        latest = (record.version, record.event_seq)
+        for watcher in watchers:
+            body = prompts.get(watcher.seat) if watcher.seat is not None else None
+            if body is None or watcher.prompted == record.version or watcher.cursor < latest:
                 continue
-            # RESP3 replies are a dict keyed by stream; RESP2 a list of [stream, entries].
-            batches = reply.items() if isinstance(reply, dict) else (reply or [])
-            for name, entries in batches:
-                stream = name.decode() if isinstance(name, bytes) else name
-                entries = entries[0] if isinstance(reply, dict) else entries
-                for entry_id, fields in entries:
-                    event = StoredEvent.from_entry(entry_id, fields)
-                    if stream in self._cursors:
-                        self._cursors[stream] = event.stream_id
-                    for watcher in self._watchers.get(stream, ()):
-                        watcher.put_nowait(event)
+            watcher.prompted = record.version
+            assert watcher.seat is not None
+            watcher.queue.put_nowait(StoredEvent(record.version, 0, (watcher.seat,), body))
