@@ -79,7 +79,7 @@ async def _play_seat(
     try:
         async for event in stream:
             kind = event.WhichOneof("event")
-            if kind in ("match_ended", "match_abandoned"):
+            if kind == "match_ended":
                 return
             if kind != "prompt" or event.version <= acted_at:
                 continue  # not a decision, or one this seat already took from next_moves

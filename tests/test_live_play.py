@@ -16,7 +16,7 @@ from services.catalog import rules_module
 from services.runtime import keys
 from services.runtime.errors import PermissionDenied
 from services.runtime.matches import MatchService
-from services.runtime.server import redis_client
+from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
 from tests.conftest import available_games, service_settings
 from tests.helpers import active_seat_move, events_before, refusal, start_match
@@ -134,7 +134,7 @@ async def test_a_match_can_refuse_spectators(cluster):
 
 async def test_a_server_can_refuse_spectators(redis_url):
     settings = dataclasses.replace(service_settings(GAME, redis_url), spectators=False)
-    client = redis_client(redis_url)
+    client = connect(redis_url)
     service = MatchService(rules_module(GAME), MatchStore(client), settings)
     try:
         facts = await service.create_match(2, 5, {"first_player": 0})

@@ -36,8 +36,8 @@ MAX_REQUEST_ID = 128
 # Commit attempts when other writers keep winning the race and the client set no
 # expected_version; past this the client gets ABORTED and may retry.
 MAX_COMMIT_ATTEMPTS = 20
-# Events after which a match's stream has nothing more to say.
-FINAL_EVENTS = ("match_ended", "match_abandoned")
+# The last event of every match (an abandonment too ends with it).
+FINAL_EVENT = "match_ended"
 
 log = structlog.get_logger("matches")
 
@@ -542,7 +542,7 @@ class MatchService:
                     continue
                 last_version = event.version
                 yield event
-                if any(name in event.body for name in FINAL_EVENTS):
+                if FINAL_EVENT in event.body:
                     return
 
     def prompts(self, record: MatchRecord, seats: Collection[int]) -> dict[int, dict[str, Any]]:
