@@ -57,6 +57,8 @@ async def play_match(
         tokens[joined.seat] = joined.token
     played = PlayedMatch(match.match_id, 0, [], [])
     seats = [asyncio.create_task(_play_seat(client, played, s, t, rng, until)) for s, t in tokens.items()]
+    if not seats:  # server bots only: watch them play
+        seats = [asyncio.create_task(_play_seat(client, played, None, None, rng, until))]
     timeout = None if until is None else max(0.0, until - time.monotonic())
     done, pending = await asyncio.wait(seats, timeout=timeout, return_when=asyncio.FIRST_EXCEPTION)
     for task in pending:
@@ -71,9 +73,15 @@ async def play_match(
 
 
 async def _play_seat(
-    client: GameClient, played: PlayedMatch, seat: int, token: str, rng: random.Random, until: float | None
+    client: GameClient,
+    played: PlayedMatch,
+    seat: int | None,
+    token: str | None,
+    rng: random.Random,
+    until: float | None,
 ) -> None:
-    """One seat: watch from the start of play, answer every prompt, stop at the match's end."""
+    """One seat: watch from the start of play, answer every prompt, stop at the match's end
+    (``token`` None: a spectator, who only waits for the end)."""
     stream = client.watch(played.match_id, token, after_version=0)
     acted_at = -1  # the version this seat last moved to
     try:
@@ -81,7 +89,7 @@ async def _play_seat(
             kind = event.WhichOneof("event")
             if kind == "match_ended":
                 return
-            if kind != "prompt" or event.version <= acted_at:
+            if kind != "prompt" or event.version <= acted_at or token is None:
                 continue  # not a decision, or one this seat already took from next_moves
             version, moves = event.version, list(event.prompt.moves)
             while moves:
