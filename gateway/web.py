@@ -25,8 +25,10 @@ from grpc_health.v1 import health_pb2
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 from mogames.lobby.v1 import lobby_pb2
+from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import PlainTextResponse
+from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from gateway.backends import ReplicaPool
@@ -72,8 +74,11 @@ def web_app(pools: list[ReplicaPool], gateway: grpc.aio.Channel, origins: tuple[
     """The ASGI application of the web port."""
     routes = _rpc_endpoints(pools, gateway)
     rpc = _Forwarder(service=None, endpoints=lambda _: routes, codecs=google_protobuf_codecs())
+    # Inside a Starlette app, whose error handling turns a missing file into a 404 answer.
     page: Any = (
-        StaticFiles(directory=root, html=True) if root.is_dir() else PlainTextResponse(_NOT_BUILT, 404)
+        Starlette(routes=[Mount("/", app=StaticFiles(directory=root, html=True))])
+        if root.is_dir()
+        else PlainTextResponse(_NOT_BUILT, 404)
     )
 
     async def route(scope: Any, receive: Any, send: Any) -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+from playwright.async_api import async_playwright
 
 from gateway.server import build as build_gateway
 from gateway.web import start_web
@@ -45,3 +47,27 @@ async def web_stack(cluster: Cluster) -> AsyncIterator[WebStack]:
     await gateway.stop(None)
     for pool in pools:
         await pool.close()
+
+
+ARTIFACTS = ROOT / "artifacts" / "web"
+# Debian's chromium: the binary itself (/usr/bin/chromium is a wrapper script).
+CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
+
+
+def chromium_path() -> str:
+    for path in CHROMIUM_PATHS:
+        if Path(path).exists():
+            return path
+    raise AssertionError("no chromium: install Debian's package (apt-get install -y chromium); .ci/run does")
+
+
+@pytest.fixture(scope="session")
+async def browser() -> AsyncIterator[Any]:
+    assert (PAGE / "index.html").exists(), "the web page is not built: run `make web` (make test does)"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    async with async_playwright() as playwright:
+        launched = await playwright.chromium.launch(
+            executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"]
+        )
+        yield launched
+        await launched.close()

@@ -1,0 +1,3 @@
+import type { GameRenderer } from "./types.js";
+
+export const RENDERERS: Record<string, GameRenderer> = {};

@@ -1,0 +1,23 @@
+import type { Json } from "../render.js";
+
+export interface LegalMove {
+  json: { [key: string]: Json };
+  index: number;
+}
+
+export interface TableContext {
+  view: { [key: string]: Json };
+  moves: LegalMove[];
+  // The caller's seat, or null for a spectator.
+  seat: number | null;
+  names: string[];
+  // A clickable element that makes this legal move.
+  moveButton(move: LegalMove, content: (Node | string)[], className?: string): HTMLElement;
+}
+
+// Draws one game's table; moves it does not draw as things to click are listed as buttons.
+export interface GameRenderer {
+  draw(ctx: TableContext): HTMLElement;
+  // Words for a move or an event, where the generic ones read poorly.
+  describeMove?(move: { [key: string]: Json }): string | undefined;
+}

@@ -1,0 +1,151 @@
+"""End to end in headless Chromium: the page served by the gateway's web port creates a
+match of each game in its lobby, a tab per seat plays it to the end by clicking legal
+moves, one tab reloads mid-match and goes on, a refused move shows the server's rule and
+changes nothing, a spectator sees no hidden card, and the scores shown are GetMatch's."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from playwright.async_api import Browser, Route
+
+from tests.web.conftest import ARTIFACTS, WebStack
+from tests.web.players import TIMEOUT_MS, Chooser, Tab, any_move
+
+MAX_CLICKS = 1500
+
+
+@dataclass
+class Setup:
+    game: str
+    players: int
+    # Lobby form inputs: option name -> value (checkbox: bool).
+    options: dict[str, Any] = field(default_factory=dict)
+    choose: Chooser = any_move
+
+
+SETUPS = [
+    Setup("momiji", 2),
+]
+
+
+async def open_tab(browser: Browser, url: str, name: str) -> Tab:
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    page = await context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    await page.goto(url)
+    await page.evaluate("name => localStorage.setItem('mogames.name', name)", name)
+    return Tab(page, name)
+
+
+async def create_in_lobby(tab: Tab, setup: Setup) -> None:
+    await tab.page.reload()
+    form = tab.page.locator(f"form.game[data-game={setup.game}]")
+    await form.locator("[name=players]").fill(str(setup.players))
+    for name, value in setup.options.items():
+        box = form.locator(f"[data-option={name}]")
+        if isinstance(value, bool):
+            await box.set_checked(value)
+        else:
+            await box.fill(str(value))
+    await form.locator("button.create").click()
+    await tab.page.wait_for_selector("section.table")
+
+
+async def refuse_once(active: Tab, other_token: str) -> None:
+    """The active tab's next move goes out with another seat's token: the server refuses it
+    (not your turn) and the page must say so and change nothing."""
+    before = await active.version()
+
+    async def swap_token(route: Route) -> None:
+        headers = {**route.request.headers, "authorization": f"Bearer {other_token}"}
+        await route.continue_(headers=headers)
+
+    await active.page.route("**/SubmitMove", swap_token)
+    await active.click_move(0)
+    await active.page.unroute("**/SubmitMove")
+    error = await active.page.locator("#error").inner_text()
+    assert "not_your_turn" in error, error
+    assert await active.version() == before
+
+
+async def token_of(tab: Tab, match_id: str) -> str:
+    seats = json.loads(await tab.page.evaluate("localStorage.getItem('mogames.seats')") or "{}")
+    return str(seats[match_id]["token"])
+
+
+@pytest.mark.parametrize("setup", SETUPS, ids=[s.game for s in SETUPS])
+async def test_a_match_played_in_the_browser(web_stack: WebStack, browser: Browser, setup: Setup) -> None:
+    rng = random.Random(setup.game)
+    creator = await open_tab(browser, web_stack.url, "Ada")
+    await create_in_lobby(creator, setup)
+    link = await creator.page.locator("#join-link").input_value()
+    match_id = link.split("match=")[1]
+    tabs = [creator]
+    for n in range(1, setup.players):
+        tab = await open_tab(browser, link, f"Player{n}")
+        await tab.page.reload()
+        await tab.page.locator("#join").click()
+        await tab.page.wait_for_selector(f"#you[data-seat='{n}']")
+        tabs.append(tab)
+    for tab in tabs:
+        await tab.page.wait_for_selector("section.table[data-status=IN_PROGRESS]")
+    by_seat = {await tab.seat(): tab for tab in tabs}
+    assert sorted(by_seat) == list(range(setup.players))
+
+    clicks = 0
+    refused = reloaded = shot = False
+    while await creator.status() == "IN_PROGRESS":
+        assert clicks < MAX_CLICKS, f"{setup.game}: not over after {clicks} clicks"
+        for tab in tabs:
+            moves = await tab.moves()
+            if not moves:
+                continue
+            if not refused and clicks >= 2:
+                other = next(t for t in tabs if t is not tab)
+                await refuse_once(tab, await token_of(other, match_id))
+                refused = True
+                continue
+            await tab.click_move(setup.choose(moves, rng))
+            clicks += 1
+            break
+        else:
+            await creator.page.wait_for_timeout(50)
+        if clicks == 6 and not reloaded:
+            # The page keeps the seat's token: after a reload it is the same seat, playing on.
+            await creator.page.reload()
+            await creator.page.wait_for_selector("section.table[data-status]")
+            assert await creator.seat() == 0
+            reloaded = True
+        if clicks == 10 and not shot:
+            await screenshots(setup.game, tabs, await open_tab(browser, link, "Spectator"))
+            shot = True
+
+    # A spectator arriving at the end sees the whole match's result too.
+    spectator = await open_tab(browser, link, "Late spectator")
+    for tab in [*tabs, spectator]:
+        await tab.page.wait_for_selector("#final")
+    await creator.page.screenshot(path=ARTIFACTS / f"{setup.game}-final.png", full_page=True)
+    final = await web_stack.cluster.client(setup.game).match(match_id)
+    assert final.status == 3  # FINISHED
+    for tab in [*tabs, spectator]:
+        assert await tab.scores() == list(final.scores)
+    assert reloaded and refused and shot
+
+
+async def screenshots(game: str, tabs: list[Tab], spectator: Tab) -> None:
+    """Each seat's table and the spectator's; the spectator's shows no private item."""
+    for tab in tabs:
+        await tab.page.screenshot(path=ARTIFACTS / f"{game}-seat{await tab.seat()}.png", full_page=True)
+    await spectator.page.wait_for_selector("#you")
+    assert "Spectating" in await spectator.page.locator("#you").inner_text()
+    await spectator.page.wait_for_selector("#board")
+    await spectator.page.screenshot(path=ARTIFACTS / f"{game}-spectator.png", full_page=True)
+    assert await spectator.page.locator("[data-testid=hand-card]").count() == 0
+    assert sum([await tab.page.locator("[data-testid=hand-card]").count() for tab in tabs]) > 0
+    # Only while it matters: every open tab costs the server a watch and a refresh per move.
+    await spectator.page.context.close()
