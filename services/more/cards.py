@@ -101,12 +101,17 @@ def natural_at(card: int, run_suit: int, pos: int) -> bool:
 
 def wild_index(meld: Meld) -> int:
     """Index of the pankal standing in for another card, -1 if none."""
-    for i, card in enumerate(meld["cards"]):
-        if meld["kind"] == "ace_set":
-            if rank(card) != 1:
+    cards = meld["cards"]
+    if meld["kind"] == "ace_set":
+        for i, card in enumerate(cards):
+            if _RANK[card] != 1:
                 return i
-        elif not natural_at(card, meld["suit"], meld["low"] + i):
-            return i
+        return -1
+    run_suit, pos = meld["suit"], meld["low"]
+    for i, card in enumerate(cards, pos):
+        r = _RANK[card]
+        if _SUIT[card] != run_suit or (r != i and not (r == 1 and i == 14)):
+            return i - pos
     return -1
 
 

@@ -9,7 +9,6 @@ Melds of a turn stay tentative until the discard (or a More-pile pickup).
 
 from __future__ import annotations
 
-import json
 from typing import Any, Self
 
 from services.engine import (
@@ -27,7 +26,6 @@ from services.more.cards import (
     DECK_SIZE,
     card_dict,
     extend,
-    extension_candidates,
     half_points,
     identity,
     is_biriba,
@@ -37,10 +35,11 @@ from services.more.cards import (
     name,
     parse_meld,
     points,
-    three_card_melds,
+    wild_index,
 )
 from services.more.moves import MAX_BID, check_options, parse_move
 from services.more.scoring import match_winners, score_round
+from services.more.steps import Table, additions, three_card_steps
 
 PLAYERS = 3
 HAND_SIZE = 11
@@ -131,10 +130,16 @@ class State:
 
     @classmethod
     def from_dict(cls, data: JsonDict) -> Self:
-        return cls(_clone(data))
+        if (
+            "down" not in data
+        ):  # stored before the 7.5 rule's bookkeeping: a side on the table went down with it
+            melds = data["melds"]
+            sides = {side: any(m["side"] == side for m in melds) for side in ("pair", "solo")}
+            data = {**data, "down": [False] * PLAYERS, "exempt": sides}
+        return cls(_copy_state(data))
 
     def to_dict(self) -> JsonDict:
-        return _clone(self.s)
+        return _copy_state(self.s)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, State) and self.s == other.s
@@ -169,41 +174,51 @@ class State:
         s = self.s
         if s["phase"] == "bidding":
             return [{"bid": {"amount": a}} for a in range(MAX_BID + 1)]
-        candidates: list[JsonDict] = []
         if s["phase"] == "draw":
-            candidates = [{"draw": {}}, {"take_pile": {}}]
-        else:
-            t = s["t"]
-            hand = s["hands"][seat]
-            usable = [c for c in hand if c not in t["locked"]]
-            if not t["closed"]:
-                ace_ok = s["scores"][seat] > THRESHOLD
-                copies: dict[tuple[int, int], list[int]] = {}
-                for card in sorted(usable):
-                    copies.setdefault(identity(card), []).append(card)
-                for cards in three_card_melds(usable, ace_ok):
-                    for concrete in _every_copy(cards, copies):
-                        candidates.append({"lay_meld": {"cards": concrete}})
-                singles = {ident: cards[0] for ident, cards in copies.items()}
-                for index, meld in enumerate(s["melds"]):
-                    if meld["side"] != self.side(seat):
-                        continue
-                    for card, low_end in extension_candidates(meld, singles):
-                        for twin in copies[identity(card)]:
-                            candidates.append(
-                                {"add_to_meld": {"meld": index, "card": twin, "low_end": low_end}}
-                            )
-            candidates.append({"take_back": {}})
-            candidates += [{"discard": {"card": c}} for c in sorted(hand, key=_sort_key)]
-        legal = []
-        for move in candidates:
-            try:
-                kind, body = next(iter(move.items()))
-                self._validate(seat, kind, body)
-            except RuleViolation:
+            return [{"draw": {}}, *self._legal_if(seat, "take_pile", {})]
+        t = s["t"]
+        hand = s["hands"][seat]
+        moves: list[JsonDict] = []
+        if not t["closed"]:
+            moves += self._melding_steps(seat, hand, t)
+        if self._can_take_back():
+            moves.append({"take_back": {}})
+        # every card's discard is allowed or refused alike: check one
+        if self._legal_if(seat, "discard", {"card": hand[0]}):
+            moves += [{"discard": {"card": c}} for c in sorted(hand, key=_sort_key)]
+        return moves
+
+    def _melding_steps(self, seat: int, hand: list[int], t: JsonDict) -> list[JsonDict]:
+        """The listed lay_meld (3-card) and add_to_meld steps. Generated legal by construction;
+        a step that would leave fewer than two cards in the hand is validated in full."""
+        s = self.s
+        locked = t["locked"]
+        usable = [c for c in hand if c not in locked] if locked else hand
+        ace_ok = s["scores"][seat] > THRESHOLD
+        table = Table(usable)
+        moves: list[JsonDict] = []
+        roomy = len(hand) >= 5  # a 3-card meld leaves two cards or more
+        for cards in three_card_steps(table, ace_ok):
+            body: JsonDict = {"cards": cards}
+            if roomy or self._legal_if(seat, "lay_meld", body):
+                moves.append({"lay_meld": body})
+        side = self.side(seat)
+        for index, meld in enumerate(s["melds"]):
+            if meld["side"] != side or (meld["kind"] == "ace_set" and not ace_ok):
                 continue
-            legal.append(move)
-        return legal
+            for card, low_end in additions(meld, table, wild_index(meld) < 0):
+                body = {"meld": index, "card": card, "low_end": low_end}
+                if len(hand) >= 3 or self._legal_if(seat, "add_to_meld", body):
+                    moves.append({"add_to_meld": body})
+        return moves
+
+    def _legal_if(self, seat: int, kind: str, body: JsonDict) -> list[JsonDict]:
+        """``[move]`` if the move is allowed now, else ``[]``."""
+        try:
+            self._validate(seat, kind, body)
+        except RuleViolation:
+            return []
+        return [{kind: body}]
 
     def opening_events(self) -> list[Event]:
         # Round 1's set-up depends only on the seed and the options: it is made again on a
@@ -432,7 +447,8 @@ class State:
         card = s["draw"].pop()
         s["hands"][seat].append(card)
         s["phase"] = "play"
-        s["t"]["undo"] = {"hand": list(s["hands"][seat]), "melds": _clone(s["melds"]), "discard": None}
+        # melds are never changed in place (a grown meld is a new dict): a list copy will do
+        s["t"]["undo"] = {"hand": list(s["hands"][seat]), "melds": list(s["melds"]), "discard": None}
         return [
             Event({"card_drawn": {"seat": seat}}),
             Event({"drew_card": {"card": card_dict(card)}}, to=(seat,)),
@@ -442,7 +458,7 @@ class State:
         s, t = self.s, self.s["t"]
         pile = s["discard"]
         hand = list(s["hands"][seat])
-        t["undo"] = {"hand": hand, "melds": _clone(s["melds"]), "discard": list(pile)}
+        t["undo"] = {"hand": hand, "melds": list(s["melds"]), "discard": list(pile)}
         t["top"], t["locked"], t["pile_taken"] = pile[-1], pile[:-1], True
         s["hands"][seat].extend(pile)
         s["discard"] = []
@@ -709,7 +725,7 @@ class State:
             "bid_made": [b >= 0 for b in s["bids"]] if s["options"]["bid_for_solo"] else [],
             "bids": list(s["revealed_bids"]),
             "my_bid": s["bids"][seat] if own else -1,
-            "rounds": _clone(s["rounds"]),
+            "rounds": _copy(s["rounds"]),
             "bid_for_solo": s["options"]["bid_for_solo"],
             "max_rounds": s["options"]["max_rounds"],
             "target_score": TARGET,
@@ -726,24 +742,52 @@ _MELD_MESSAGES = {
 }
 
 
-def _clone(data: Any) -> Any:
-    """A deep copy of JSON data (much faster than copy.deepcopy)."""
-    return json.loads(json.dumps(data))
+def _copy(data: Any) -> Any:
+    """A deep copy of JSON data (lists of numbers copied whole)."""
+    if isinstance(data, dict):
+        return {key: _copy(value) for key, value in data.items()}
+    if isinstance(data, list):
+        if all(type(x) is int for x in data):
+            return data[:]
+        return [_copy(x) for x in data]
+    return data
+
+
+def _copy_melds(melds: list[JsonDict]) -> list[JsonDict]:
+    return [{**m, "cards": m["cards"][:]} for m in melds]
+
+
+def _copy_state(d: JsonDict) -> JsonDict:
+    """A deep copy of a state dict, field by field (the state's shape is fixed)."""
+    out = dict(d)
+    for key in ("scores", "solo_history", "bids", "revealed_bids", "draw", "discard", "down", "winners"):
+        out[key] = d[key][:]
+    out["options"] = dict(d["options"])
+    out["hands"] = [h[:] for h in d["hands"]]
+    out["more"] = {side: cards[:] for side, cards in d["more"].items()}
+    out["more_state"] = dict(d["more_state"])
+    out["exempt"] = dict(d["exempt"])
+    out["melds"] = _copy_melds(d["melds"])
+    out["rounds"] = _copy(d["rounds"])
+    t = out["t"] = dict(d["t"])
+    t["locked"] = t["locked"][:]
+    undo = t["undo"]
+    if undo is not None:
+        t["undo"] = {
+            "hand": undo["hand"][:],
+            "melds": _copy_melds(undo["melds"]),
+            "discard": None if undo["discard"] is None else undo["discard"][:],
+        }
+    return out
 
 
 def _clockwise(start: int) -> list[int]:
     return [(start + i) % PLAYERS for i in range(PLAYERS)]
 
 
-def _sort_key(card: int) -> tuple[int, int, int]:
+def _key(card: int) -> tuple[int, int, int]:
     rank_, suit_ = identity(card)
     return (suit_, rank_, card)
 
 
-def _every_copy(cards: list[int], copies: dict[tuple[int, int], list[int]]) -> list[list[int]]:
-    """``cards`` with each card replaced by every copy of it at hand (no id twice): the moves a
-    player may send for one meld of identical cards."""
-    out: list[list[int]] = [[]]
-    for card in cards:
-        out = [[*done, twin] for done in out for twin in copies[identity(card)] if twin not in done]
-    return out
+_sort_key = tuple(_key(card) for card in range(DECK_SIZE)).__getitem__  # suit, rank, id

@@ -102,14 +102,59 @@ def can_take(problem: Problem) -> bool:
     p = problem
     if p.counts[p.top] == 0:
         return False
+    quick = _quick(p)
+    if quick is not None:
+        return quick
+    firsts = _pieces(p, p.top, p.counts, 0)
+    first = next(firsts, None)
+    if first is None:
+        return False
+    if not p.need:  # no minimum: the first piece holding the top card that leaves two cards will do
+        cards = sum(p.counts) + p.locked
+        if any(cards - len(piece.used) >= 2 for piece in (first, *firsts)):
+            return True
     # a card no piece can hold now never will (cards only leave): it simply stays in the hand
     idle = [x for x, n in enumerate(p.counts) if n and next(_pieces(p, x, p.counts, 0), None) is None]
-    if p.top in idle:
-        return False
     for x in idle:
         p.locked += p.counts[x]
         p.counts[x] = 0
     return any(_take_piece(p, piece, Made(), 0, 0) for piece in _ordered(p, p.top, 0))
+
+
+def _quick(p: Problem) -> bool | None:
+    """The common cases, decided without the search (None: search). Without a pankal among the
+    usable cards, a natural top card is held only by three naturals in a row or by naturals
+    reaching a meld end: if neither exists (nor an ace-set), no take. With no minimum and cards to
+    spare, a top card that joins a meld end as it stands, or makes three in a row, is a take."""
+    counts, top = p.counts, p.top
+    if top in PANKALS:
+        return None
+    suit, rank = divmod(top, 13)
+    cards = sum(counts) + p.locked
+    accept = True if not p.need else None
+    if rank == 0 and p.ace_ok:
+        if any(m["kind"] == "ace_set" for m in p.melds):
+            return accept if cards >= 3 else None
+        if sum(counts[s * 13] for s in range(4)) >= 3:
+            return None
+    wild = any(counts[w] for w in PANKALS)
+    present = [counts[_natural(suit, q)] > 0 if 1 <= q <= 14 else False for q in range(16)]
+    held = False
+    for pos in (1, 14) if rank == 0 else (rank + 1,):
+        for meld in p.melds:
+            if meld["kind"] == "ace_set" or meld["suit"] != suit:
+                continue
+            low, high = meld["low"], meld["low"] + len(meld["cards"]) - 1
+            if pos in (low - 1, high + 1):
+                return accept if cards >= 3 else None
+            between = range(pos + 1, low) if pos < low else range(high + 1, pos)
+            held = held or ((pos < low or pos > high) and all(present[q] for q in between))
+        for a in (pos - 2, pos - 1, pos):
+            if a >= 1 and a + 2 <= 14 and all(present[q] for q in (a, a + 1, a + 2) if q != pos):
+                if cards >= 5:
+                    return accept
+                held = True
+    return None if wild or held else False
 
 
 def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:

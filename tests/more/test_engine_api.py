@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+import json
 import random
 
+from services.engine import RuleViolation
 from services.more.cards import points
 from services.more.rules import State
 from tests.more.helpers import c, cs, meld, position
+from tests.more.test_playouts import choose
 from tests.more.test_rules import add, discard, lay
 
 OPTS = {"bid_for_solo": False, "max_rounds": 1}
@@ -117,3 +121,58 @@ def test_every_copy_of_an_identical_card_is_listed():
     assert len(legal) == len({str(m) for m in legal})  # each move once
     for move in legal:  # every listed move is accepted as it is
         State.from_dict(state.to_dict()).apply(1, move)
+
+
+def accepted(state: State, seat: int, kind: str, body: dict) -> bool:
+    try:
+        state._validate(seat, kind, body)
+    except RuleViolation:
+        return False
+    return True
+
+
+def check_listing(state: State, seat: int) -> None:
+    """The list is exactly what the rules accept, in the listed shapes: every addition and discard
+    of every card, take_back, draw and take_pile; a 3-card meld once per set of card ids (runs in
+    run order, the one order they are accepted in; ace-sets in one order)."""
+    s = state.to_dict()
+    legal = state.legal_moves(seat)
+    listed = [json.dumps(m, sort_keys=True) for m in legal]
+    assert len(listed) == len(set(listed)), "a move listed twice"
+    hand = s["hands"][seat]
+    expected = [{k: {}} for k in ("draw", "take_pile", "take_back") if accepted(state, seat, k, {})]
+    expected += [{"discard": {"card": x}} for x in hand if accepted(state, seat, "discard", {"card": x})]
+    for index in range(len(s["melds"])):
+        for x in hand:
+            for low_end in (True, False):
+                body = {"meld": index, "card": x, "low_end": low_end}
+                if accepted(state, seat, "add_to_meld", body):
+                    expected.append({"add_to_meld": body})
+    others = [m for m in legal if "lay_meld" not in m]
+    assert sorted(json.dumps(m, sort_keys=True) for m in others) == sorted(
+        json.dumps(m, sort_keys=True) for m in expected
+    )
+    lays = {frozenset(m["lay_meld"]["cards"]) for m in legal if "lay_meld" in m}
+    for m in legal:
+        if "lay_meld" in m:
+            assert accepted(state, seat, "lay_meld", m["lay_meld"])
+    meldable = {
+        frozenset(trio)
+        for trio in itertools.combinations(hand, 3)
+        if any(accepted(state, seat, "lay_meld", {"cards": list(p)}) for p in itertools.permutations(trio))
+    }
+    assert lays == meldable
+
+
+def test_the_listed_moves_are_exactly_the_accepted_ones():
+    checked = 0
+    for seed in (21, 22):
+        r = random.Random(seed)
+        state = State.new(3, seed, OPTS)
+        while not state.is_over():
+            seat = state.active_seats()[0]
+            if state.to_dict()["phase"] != "bidding" and r.random() < 0.4:
+                check_listing(state, seat)
+                checked += 1
+            state.apply(seat, choose(r, state.legal_moves(seat)))
+    assert checked > 60
