@@ -1,0 +1,102 @@
+"""The gateway sends every call about one match to one replica (a hash of the match id over
+the replicas that are up), spreads matches over replicas, and moves a match to another
+replica when its own goes down. Real processes; the replicas' debug logs say who served what."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import grpc
+
+from clients.game_client import GameClient
+from deploy.redis_server import free_port, wait_for_port
+from tests.conftest import TOKEN_SECRET
+from tests.helpers import StartedMatch, active_seat_move, start_match
+from tests.test_processes import spawn
+
+MATCHES = 12
+MOVES = 6
+
+
+async def _play_a_little(client: GameClient, seed: int) -> StartedMatch:
+    started = await start_match(client, 2, seed=seed)
+    for _ in range(MOVES):
+        seat, move, version = await active_seat_move(client, started)
+        await client.view(started.match_id, started.tokens[seat])
+        await client.submit(started.match_id, started.tokens[seat], move, expected_version=version)
+    return started
+
+
+def _served(log: Path) -> dict[str, set[str]]:
+    """match id -> the RPCs (other than CreateMatch) this replica answered about it."""
+    served: dict[str, set[str]] = {}
+    for line in log.read_text().splitlines():
+        if not line.startswith("{"):
+            continue
+        entry = json.loads(line)
+        if entry.get("event") == "rpc_ok" and entry.get("match_id") and entry.get("rpc") != "CreateMatch":
+            served.setdefault(entry["match_id"], set()).add(entry["rpc"])
+    return served
+
+
+async def test_a_matchs_calls_go_to_one_replica_and_move_when_it_goes_down(redis_url, tmp_path):
+    ports = [free_port(), free_port()]
+    logs = [tmp_path / "replica-0.log", tmp_path / "replica-1.log"]
+    replicas = [
+        spawn(
+            ["-m", "services", "happy_mochi"],
+            {
+                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+                "MOGAMES_REDIS_URL": redis_url,
+                "MOGAMES_ALLOW_CLIENT_SEED": "true",
+                "MOGAMES_LISTEN": f"127.0.0.1:{port}",
+                "MOGAMES_LOG_LEVEL": "debug",
+            },
+            log,
+        )
+        for port, log in zip(ports, logs, strict=True)
+    ]
+    gateway_port = free_port()
+    gateway = spawn(
+        ["-m", "gateway"],
+        {
+            "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+            "MOGAMES_BACKENDS_HAPPY_MOCHI": ",".join(f"127.0.0.1:{p}" for p in ports),
+            "MOGAMES_WEB_LISTEN": "",
+        },
+        tmp_path / "gateway.log",
+    )
+    try:
+        for port in (*ports, gateway_port):
+            wait_for_port(port, 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+            client = GameClient(channel, "happy_mochi")
+            played = [await _play_a_little(client, n) for n in range(MATCHES)]
+            served = [_served(log) for log in logs]
+            for match in played:
+                on = [n for n in (0, 1) if match.match_id in served[n]]
+                assert len(on) == 1, f"match {match.match_id} was served by replicas {on}"
+            counts = [sum(1 for m in played if m.match_id in served[n]) for n in (0, 1)]
+            assert min(counts) > 0, f"every match went to one replica: {counts}"
+
+            # Replica 0 goes down: its matches are answered by replica 1 (correct, only colder).
+            replicas[0].send_signal(signal.SIGKILL)
+            replicas[0].wait(timeout=10)
+            moved = [m for m in played if m.match_id in served[0]]
+            for match in moved:
+                for _attempt in range(50):
+                    try:
+                        answer = await client.match(match.match_id)
+                        break
+                    except grpc.aio.AioRpcError as error:
+                        assert error.code() == grpc.StatusCode.UNAVAILABLE, error
+                assert answer.match_id == match.match_id
+            assert {m.match_id for m in moved} <= set(_served(logs[1]))
+    finally:
+        for process in (gateway, *replicas):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in (gateway, *replicas):
+            process.wait(timeout=30)
