@@ -34,7 +34,7 @@ async def lifecycle_cluster():
     # test's replicas share their due sets.
     with running_redis() as url:
         async with running_services(
-            url, [GAME], gateways=1, bot_think_ms=0, scheduler_tick_ms=50, scheduler_lease_ms=1000
+            url, [GAME, "mori"], gateways=1, bot_think_ms=0, scheduler_tick_ms=50, scheduler_lease_ms=1000
         ) as cluster:
             yield cluster
 
@@ -224,10 +224,10 @@ async def test_bot_seats_at_creation_play_a_whole_match(lifecycle_cluster):
 
 
 async def test_the_bot_client_plays_next_to_server_bots(lifecycle_cluster):
-    played = await play_match(
-        client_of(lifecycle_cluster), 2, seed=17, rng=random.Random(1), server_bots=1, bot_level="policy"
-    )
+    # Mori: a short game, so random play ends soon.
+    client = lifecycle_cluster.client("mori")
+    played = await play_match(client, 3, rng=random.Random(1), server_bots=2, bot_level="policy")
     assert played.finished and played.moves > 0
-    match = await client_of(lifecycle_cluster).match(played.match_id)
-    assert [s.bot for s in match.seats] == [False, True]
+    match = await client.match(played.match_id)
+    assert [s.bot for s in match.seats] == [False, True, True]
     assert match.version > played.moves  # the server's bots moved too

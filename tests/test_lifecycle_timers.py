@@ -33,7 +33,7 @@ QUICK = {"bot_think_ms": 0, "scheduler_tick_ms": 50, "scheduler_lease_ms": 1000}
 async def timed_cluster():
     # Its own Redis, so that only these replicas' schedulers see these matches.
     with running_redis() as url:
-        async with running_services(url, [GAME], **QUICK) as cluster:
+        async with running_services(url, [GAME, "momiji"], **QUICK) as cluster:
             yield cluster, url
 
 
@@ -99,7 +99,7 @@ async def _version_at_least(client: GameClient, match_id: str, version: int) -> 
 async def test_racing_replicas_and_one_dying_mid_way_fire_a_deadline_exactly_once():
     # No servers here: schedulers driven by hand, so the race is exactly the one staged.
     with running_redis() as url:
-        settings = dataclasses.replace(service_settings(GAME, url), **{**QUICK, "scheduler_lease_ms": 3000})
+        settings = dataclasses.replace(service_settings(GAME, url), **{**QUICK, "scheduler_lease_ms": 1500})
         clients = [connect(url) for _ in range(3)]
         services = [MatchService(rules_module(GAME), MatchStore(c), settings) for c in clients]
         dying, first, second = (Scheduler(s) for s in services)
@@ -132,7 +132,8 @@ async def test_racing_replicas_and_one_dying_mid_way_fire_a_deadline_exactly_onc
 
 async def test_repeated_timeouts_hand_both_seats_to_bots_that_finish_the_match(timed_cluster):
     cluster, _url = timed_cluster
-    client = cluster.client(GAME)
+    # Momiji: a short game, so the bots finish soon.
+    client = cluster.client("momiji")
     table = common_pb2.TableOptions(turn_seconds=1, max_timeouts=2, bot_level="policy")
     match_id, _tokens = await seated(client, table, 13)
     watch = client.watch(match_id, after_version=0, timeout_s=30)

@@ -253,5 +253,9 @@ class Seats:
             if data["due_ms"] > 0 and not data["bot"]
         ]
 
+    def clock(self, seat: int) -> dict[str, int] | None:
+        """The ``SeatClock`` of one seat's pending decision (``Prompt.clock``), if timed."""
+        return next((c for c in self.clocks() if c["seat"] == seat), None)
+
     def timeouts(self, seat: int) -> int:
         return int(self.seats[seat]["timeouts"])
