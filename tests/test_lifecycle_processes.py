@@ -14,7 +14,8 @@ from deploy.redis_server import free_port, wait_for_port
 from tests.conftest import TOKEN_SECRET
 from tests.test_processes import spawn
 
-GAME = "happy_mochi"
+# Mori: its timeout policy ends a match in a known, small number of moves.
+GAME = "mori"
 
 
 async def test_a_bot_seat_survives_its_replicas_kill_9(redis_url, tmp_path):
@@ -38,8 +39,8 @@ async def test_a_bot_seat_survives_its_replicas_kill_9(redis_url, tmp_path):
             wait_for_port(port, 30)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{ports[1]}") as channel:
             client = GameClient(channel, GAME)
-            table = common_pb2.TableOptions(bot_seats=[0, 1], bot_level="policy")
-            match = await client.create(2, table=table)
+            table = common_pb2.TableOptions(bot_seats=[0, 1, 2], bot_level="policy")
+            match = await client.create(3, table=table)
             for _ in range(500):
                 if (match := await client.match(match.match_id)).version >= 5:
                     break
@@ -54,7 +55,7 @@ async def test_a_bot_seat_survives_its_replicas_kill_9(redis_url, tmp_path):
                     break
                 await asyncio.sleep(0.05)
             assert match.status == common_pb2.FINISHED and match.version > killed_at
-            assert [s.bot for s in match.seats] == [True, True]
+            assert [s.bot for s in match.seats] == [True, True, True]
     finally:
         for replica in replicas:
             if replica.poll() is None:
