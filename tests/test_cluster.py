@@ -2,13 +2,15 @@
 
 The platform tests below are the single-Redis ones, run again here with the services
 pointed at ``redis+cluster://``: create, join, moves, idempotent retries, racing submits
-across two replicas, the game feed and its consumer groups. Then a master is killed in
-the middle of play.
+across two replicas, WatchMatch replay, resume and live across replicas (the watch hub's
+subscription on any node), prompts and spectators, the game feed and its consumer groups,
+per-client budgets, the lobby's match list and matchmaking. Then a master is killed in the middle of play.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -18,6 +20,7 @@ import grpc
 import pytest
 from mogames.common.v1 import common_pb2
 
+from deploy.redis_server import running_redis
 from services.runtime import keys
 from services.runtime.redis_client import (
     SOCKET_TIMEOUT_S,
@@ -41,6 +44,25 @@ from tests.test_concurrency import (
     test_retried_request_id_returns_the_first_answer_and_applies_nothing,
     test_stale_expected_version_is_aborted_and_changes_nothing,
 )
+from tests.test_edge_limits import (
+    test_join_match_has_a_budget_too,
+    test_one_client_flooding_create_match_is_cut_off_at_its_limit,
+    test_waiting_matches_per_client_are_capped_until_one_fills,
+)
+from tests.test_live_play import (
+    test_a_match_can_refuse_spectators,
+    test_a_multi_step_turn_answers_with_the_next_moves,
+    test_a_replayed_move_answers_the_first_answer_whole,
+    test_a_retried_join_gets_the_same_seat_and_token,
+    test_a_spectator_sees_the_public_view_and_public_events_only,
+    test_each_seat_gets_one_prompt_per_version_it_must_decide_with_its_legal_moves,
+)
+from tests.test_matchmaking import (
+    test_a_lone_player_gets_bots_after_the_wait,
+    test_a_waiting_ticket_can_be_cancelled,
+    test_forty_players_at_once_make_twenty_matches_and_no_seat_twice,
+    test_list_matches_pages_over_public_matches,
+)
 from tests.test_platform import (
     test_consumer_groups_share_the_game_feed_without_overlap,
     test_each_accepted_move_raises_version_by_one,
@@ -48,6 +70,14 @@ from tests.test_platform import (
     test_every_accepted_move_reaches_the_game_stream,
     test_finished_match_expires_and_refuses_moves,
     test_match_starts_when_last_seat_is_taken,
+)
+from tests.test_watch import (
+    test_a_stream_cut_between_two_events_of_one_version_resumes_exactly,
+    test_a_watcher_started_before_the_first_join_sees_every_join_and_the_start,
+    test_out_of_range_cursors_are_refused_and_blind_nobody,
+    test_resume_from_every_position_misses_nothing_and_repeats_nothing,
+    test_watch_of_a_finished_match_replays_to_the_end_and_closes,
+    test_watcher_on_one_replica_sees_moves_made_on_the_other,
 )
 
 # Imported, so collected here too, with this module's fixtures.
@@ -64,6 +94,25 @@ RUN_ON_CLUSTER = (
     test_stale_expected_version_is_aborted_and_changes_nothing,
     test_racing_joins_fill_each_seat_once,
     test_one_request_id_racing_itself_across_replicas_commits_once,
+    test_one_client_flooding_create_match_is_cut_off_at_its_limit,
+    test_waiting_matches_per_client_are_capped_until_one_fills,
+    test_join_match_has_a_budget_too,
+    test_forty_players_at_once_make_twenty_matches_and_no_seat_twice,
+    test_a_lone_player_gets_bots_after_the_wait,
+    test_a_waiting_ticket_can_be_cancelled,
+    test_list_matches_pages_over_public_matches,
+    test_watcher_on_one_replica_sees_moves_made_on_the_other,
+    test_a_watcher_started_before_the_first_join_sees_every_join_and_the_start,
+    test_resume_from_every_position_misses_nothing_and_repeats_nothing,
+    test_a_stream_cut_between_two_events_of_one_version_resumes_exactly,
+    test_watch_of_a_finished_match_replays_to_the_end_and_closes,
+    test_out_of_range_cursors_are_refused_and_blind_nobody,
+    test_each_seat_gets_one_prompt_per_version_it_must_decide_with_its_legal_moves,
+    test_a_multi_step_turn_answers_with_the_next_moves,
+    test_a_spectator_sees_the_public_view_and_public_events_only,
+    test_a_match_can_refuse_spectators,
+    test_a_retried_join_gets_the_same_seat_and_token,
+    test_a_replayed_move_answers_the_first_answer_whole,
 )
 GAMES = ["happy_mochi", "mori"]  # the ones the tests above play
 
@@ -72,6 +121,24 @@ GAMES = ["happy_mochi", "mori"]  # the ones the tests above play
 @pytest.fixture(scope="module")
 async def cluster(redis_cluster: RedisClusterProcesses) -> AsyncIterator[Cluster]:
     async with running_services(redis_cluster.url, games=GAMES) as services:
+        yield services
+
+
+@pytest.fixture(scope="module")
+def redis_url(redis_cluster: RedisClusterProcesses) -> str:
+    return redis_cluster.url
+
+
+@pytest.fixture(scope="module")
+async def lobby_cluster(redis_cluster: RedisClusterProcesses) -> AsyncIterator[Cluster]:
+    async with running_services(
+        redis_cluster.url,
+        ["happy_mochi"],
+        gateways=2,
+        bot_think_ms=0,
+        scheduler_tick_ms=50,
+        scheduler_lease_ms=1000,
+    ) as services:
         yield services
 
 
@@ -107,12 +174,16 @@ async def test_the_services_really_run_on_a_cluster(cluster, redis_client, redis
 
 
 @pytest.mark.parametrize("target", ["single Redis", "Redis Cluster"])
-async def test_a_quiet_pubsub_waits_past_the_socket_timeout_and_hears_every_master(
-    target, redis_url, redis_cluster
-):
+async def test_a_quiet_pubsub_waits_past_the_socket_timeout_and_hears_every_master(target, redis_cluster):
     """The watch hub's subscription: one connection hears notifications of matches in every
     slot, and a long silence is not an error."""
-    client = connect(redis_url if target == "single Redis" else redis_cluster.url)
+    with contextlib.ExitStack() as stack:
+        url = stack.enter_context(running_redis()) if target == "single Redis" else redis_cluster.url
+        await hears_every_channel_after_a_silence(url)
+
+
+async def hears_every_channel_after_a_silence(url: str) -> None:
+    client = connect(url)
     await client.ping()
     subscription = pubsub(client)
     channels = [keys.match(f"quiet-{n}") for n in range(12)]  # spread over every master

@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from services.runtime import keys
+from services.runtime import keys, redis_client
 from services.runtime.store import MatchRecord, MatchStore, StoredEvent
 
 log = structlog.get_logger("watch_hub")
@@ -118,7 +118,9 @@ class WatchHub:
 
     def _send(self, verb: str, match_id: str) -> None:
         if self._pubsub is None:
-            self._pubsub = self.store.redis.pubsub()
+            # Its own connection, without the socket timeout of the store's (and on a
+            # cluster, any node: PUBLISH reaches every node).
+            self._pubsub = redis_client.pubsub(self.store.redis)
             self._commands = asyncio.Queue()
             self._spawn(self._command_loop(self._pubsub, self._commands), "watch-hub-commands")
         self._commands.put_nowait((verb, match_id))
