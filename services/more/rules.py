@@ -401,8 +401,10 @@ class State:
         s = self.s
         side = self.side(seat)
         counts = [0] * take.IDENTS
-        for card in (*s["hands"][seat], top):
-            counts[take.ident(card)] += 1
+        ident = take.IDENT
+        for card in s["hands"][seat]:
+            counts[ident[card]] += 1
+        counts[ident[top]] += 1
         problem = take.Problem(
             counts=counts,
             top=take.ident(top),

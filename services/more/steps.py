@@ -18,13 +18,16 @@ _TWO = tuple(bin(m).count("1") >= 2 for m in range(8))
 _THREE = tuple(m == 7 for m in range(8))
 
 
+_NONE: tuple[int, ...] = ()
+
+
 class Table:
-    """The cards of a hand by the run position they are natural at."""
+    """The cards of a hand by the run position they are natural at: ``at[suit * 16 + pos]``."""
 
     __slots__ = ("aces", "at", "masks", "wilds")
 
     def __init__(self, cards: list[int]) -> None:
-        at: list[list[list[int]]] = [[[] for _ in range(15)] for _ in range(4)]
+        at: dict[int, list[int]] = {}
         masks = [0, 0, 0, 0]  # bit p: the suit has a card natural at position p
         aces: list[int] = []
         wilds: list[int] = []
@@ -35,13 +38,16 @@ class Table:
             if suit < 0:
                 continue
             pos = _POS[card]
-            at[suit][pos].append(card)
+            at.setdefault(suit * 16 + pos, []).append(card)
             masks[suit] |= 1 << pos
             if pos == 1:
-                at[suit][14].append(card)
+                at.setdefault(suit * 16 + 14, []).append(card)
                 masks[suit] |= 1 << 14
                 aces.append(card)
         self.at, self.masks, self.aces, self.wilds = at, masks, aces, wilds
+
+    def natural(self, suit: int, pos: int) -> list[int] | tuple[int, ...]:
+        return self.at.get(suit * 16 + pos, _NONE)
 
 
 def three_card_steps(table: Table, ace_sets: bool) -> list[list[int]]:
@@ -53,11 +59,12 @@ def three_card_steps(table: Table, ace_sets: bool) -> list[list[int]]:
         mask = table.masks[suit]
         if not mask:
             continue
-        column = table.at[suit]
+        at = table.at
+        base = suit * 16
         for low in range(1, 13):
             if not enough[mask >> low & 7]:
                 continue
-            a, b, c = column[low], column[low + 1], column[low + 2]
+            a, b, c = at.get(base + low, _NONE), at.get(base + low + 1, _NONE), at.get(base + low + 2, _NONE)
             if a and b and c:
                 out += [[x, y, z] for x in a for y in b for z in c]
             for w in wilds:  # the pankal at one of the three positions
@@ -83,10 +90,13 @@ def additions(meld: Meld, table: Table, wild_free: bool) -> list[tuple[int, bool
     if meld["kind"] == "ace_set":
         return [(card, False) for card in table.aces] + [(card, False) for card in wilds]
     out: list[tuple[int, bool]] = []
-    column = table.at[meld["suit"]]
-    for low_end, pos in ((True, meld["low"] - 1), (False, meld["low"] + len(meld["cards"]))):
+    suit = meld["suit"]
+    low, high = meld["low"] - 1, meld["low"] + len(meld["cards"])
+    if not wilds and not table.masks[suit] >> low & 1 and not table.masks[suit] >> high & 1:
+        return out  # nothing of the hand at either end (bit 0 and bit 15 are never set)
+    for low_end, pos in ((True, low), (False, high)):
         if 1 <= pos <= 14:
-            natural = column[pos]
+            natural = table.natural(suit, pos)
             out += [(card, low_end) for card in natural]
             out += [(card, low_end) for card in wilds if card not in natural]
     return out

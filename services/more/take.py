@@ -38,6 +38,9 @@ def ident(card: int) -> int:
     return JOKER if card >= 104 else card % 52
 
 
+IDENT = tuple(ident(card) for card in range(106))
+
+
 def _natural(suit: int, pos: int) -> int:
     """The identity that is the natural card at run position ``pos`` (1..14) of ``suit``."""
     return suit * 13 + (0 if pos == 14 else pos - 1)
@@ -127,34 +130,51 @@ def _quick(p: Problem) -> bool | None:
     reaching a meld end: if neither exists (nor an ace-set), no take. With no minimum and cards to
     spare, a top card that joins a meld end as it stands, or makes three in a row, is a take."""
     counts, top = p.counts, p.top
-    if top in PANKALS:
-        return None
-    suit, rank = divmod(top, 13)
     cards = sum(counts) + p.locked
     accept = True if not p.need else None
+    if top in PANKALS:
+        for m in p.melds:
+            if accept and cards >= 3 and m["kind"] == "run" and wild_index(m) < 0 and len(m["cards"]) < 14:
+                return True  # a pankal joins a run without one, at one of its ends
+        return None
+    suit, rank = divmod(top, 13)
+    wild = any(counts[w] for w in PANKALS)
     if rank == 0 and p.ace_ok:
         if any(m["kind"] == "ace_set" for m in p.melds):
             return accept if cards >= 3 else None
-        if sum(counts[s * 13] for s in range(4)) >= 3:
+        aces = sum(counts[s * 13] for s in range(4))
+        if aces >= 3 or (aces == 2 and wild):
             return None
-    wild = any(counts[w] for w in PANKALS)
-    present = [counts[_natural(suit, q)] > 0 if 1 <= q <= 14 else False for q in range(16)]
+    # with a pankal, a new run holding the top card needs a natural card two places from it at
+    # most, and reaching a meld needs a meld of its suit
+    reach = False
+    row = [n > 0 for n in counts[suit * 13 : suit * 13 + 13]]
+    present = [False, *row, row[0], False]  # by run position 0..15 (aces at 1 and 14)
     held = False
     for pos in (1, 14) if rank == 0 else (rank + 1,):
         for meld in p.melds:
             if meld["kind"] == "ace_set" or meld["suit"] != suit:
                 continue
+            reach = True
             low, high = meld["low"], meld["low"] + len(meld["cards"]) - 1
             if pos in (low - 1, high + 1):
                 return accept if cards >= 3 else None
             between = range(pos + 1, low) if pos < low else range(high + 1, pos)
             held = held or ((pos < low or pos > high) and all(present[q] for q in between))
+        reach = reach or any(present[q] for q in range(max(pos - 2, 0), min(pos + 3, 16)) if q != pos)
         for a in (pos - 2, pos - 1, pos):
-            if a >= 1 and a + 2 <= 14 and all(present[q] for q in (a, a + 1, a + 2) if q != pos):
+            if a < 1 or a + 2 > 14:
+                continue
+            others = [q for q in (a, a + 1, a + 2) if q != pos]
+            if all(present[q] for q in others):
                 if cards >= 5:
                     return accept
                 held = True
-    return None if wild or held else False
+            elif wild and cards >= 5 and accept and any(present[q] for q in others):
+                naturals = [_natural(suit, q) for q in others if present[q]]
+                if any(counts[w] > naturals.count(w) for w in PANKALS):
+                    return True  # a pankal in the missing place
+    return None if held or (wild and reach) else False
 
 
 def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:
