@@ -246,9 +246,11 @@ def try_illegal(r: random.Random, s: State, stats: Counter) -> None:
             stats["accepted"] += 1
 
 
-def candidate_moves(s: State) -> list[dict]:
-    """Every move that could be legal now, built from the cards in sight and every enum value."""
-    cards = sorted(set(s.display) | set(s.peek) | {c for h in s.hands for c in h})
+def candidate_moves(s: State, seat: int) -> list[dict]:
+    """Every move that could be legal for ``seat`` now: built from its hand, the display, the
+    peeked cards, one card of another hand and one of the deck, and every enum value."""
+    foreign = [h[0] for o, h in enumerate(s.hands) if o != seat and h][:1] + s.deck[:1]
+    cards = sorted(set(s.display) | set(s.peek) | set(s.hands[seat]) | set(foreign))
     leaves = LEAF_NAMES[: s.types]
     out: list[dict] = [{"reveal": {}}, {"finish_play": {}}, {"end_turn": {}}]
     out += [{"collect": {"type": t}} for t in leaves] + [{"pagoda": {"type": t}} for t in leaves]
@@ -273,7 +275,7 @@ def check_every_legal_move_listed(s: State) -> None:
     for seat in s.active_seats():
         listed = [move_key(m) for m in s.legal_moves(seat)]
         accepted = []
-        for move in candidate_moves(s):
+        for move in candidate_moves(s, seat):
             try:
                 State.from_dict(snapshot).apply(seat, move)
             except MoveError:
@@ -351,7 +353,7 @@ def playout(seed: int, stats: Counter | None = None, *, deep=False, full=True, l
             try_illegal(r, s, stats)
         if deep:
             check_all_legal_accepted(s)
-            if len(history) % 3 == 0:
+            if len(history) % 4 == 0:
                 check_every_legal_move_listed(s)
         if full or len(history) % 5 == 0:
             check_timeout_move(s)

@@ -14,7 +14,7 @@ from services.morisi.scoring import house_supply
 
 COLORS = board.COLORS
 SEEDS = range(60)
-HEAVY_EVERY = 12  # every legal move is tried on a copy in one seed out of this many
+HEAVY_EVERY = 13  # every legal move is tried on a copy in one seed out of this many (13: all player counts)
 
 
 def configs():
@@ -330,9 +330,14 @@ def check_timeout_move(state: State, seat: int, moves: list[dict]) -> None:
     assert any(e.to is None for e in copy.apply(seat, move))
 
 
+def hex_distance(a: tuple[int, int], b: tuple[int, int]) -> int:
+    dq, dr = a[0] - b[0], a[1] - b[1]
+    return (abs(dq) + abs(dr) + abs(dq + dr)) // 2
+
+
 def all_legal_moves_accepted(state: State, seat: int, moves: list[dict]) -> None:
     """Every listed move is accepted, and every move the engine accepts is listed once (issue 9):
-    every tile pair, pawn tile and city is tried on a copy."""
+    every pair of neighbouring tiles, every pawn tile and every city is tried on a copy."""
     snapshot = state.to_dict()
     for move in moves:
         copy = State.from_dict(snapshot)
@@ -341,7 +346,9 @@ def all_legal_moves_accepted(state: State, seat: int, moves: list[dict]) -> None
     candidates: list[dict] = [{"undo_stick": {}}, {"build_route": {}}, {"end_turn": {}}]
     candidates += [{kind: {"tile": t}} for kind in ("place_pawn", "move_pawn") for t in range(n)]
     candidates += [{"predict": {"cities": [c]}} for c in state.cities]
-    candidates += [{"lay_stick": {"anchor": a, "paid": p}} for a in range(n) for p in range(n)]
+    cells = [(t["q"], t["r"]) for t in state.tiles]
+    near = [(a, p) for a in range(n) for p in range(n) if hex_distance(cells[a], cells[p]) == 1]
+    candidates += [{"lay_stick": {"anchor": a, "paid": p}} for a, p in near]
     accepted = []
     for move in candidates:
         try:
