@@ -60,7 +60,7 @@ async def build(
                 names_client=method.name in ClientBudgets.METHODS,
                 client_id_metadata=settings.limits.client_id_metadata,
             )
-    server = serving.new_server(settings.limits)
+    server = serving.new_server(settings.limits, connection_age_s=settings.max_connection_age_s)
     server.add_generic_rpc_handlers([GameProxy(routes)])
     # The lobby's indexes and matchmaking pools; connected lazily, at the first lobby call.
     lobby_redis = connect(settings.redis_url, settings.redis_password)

@@ -35,7 +35,9 @@ async def build(
     client = metrics.instrument_redis(connect(settings.redis_url, settings.redis_password))
     await client.ping()
     codec = Codec(rules.GAME)
-    server = serving.new_server(settings.limits, ClientBudgets(client, settings))
+    server = serving.new_server(
+        settings.limits, ClientBudgets(client, settings), settings.max_connection_age_s
+    )
     service = MatchService(rules, MatchStore(client), settings)
     GameServicer(service, codec).add_to_server(server)
     # Turn timers, server bots and the idle reaper; it ends with the process's event loop.

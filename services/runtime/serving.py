@@ -30,21 +30,24 @@ KEEPALIVE_OPTIONS = [
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 10_000),
     ("grpc.http2.max_pings_without_data", 0),
-    # Ask clients to reconnect every ~5 min (GOAWAY; calls in flight get 5 more minutes),
-    # so a balancer spreads them over replicas started since.
-    ("grpc.max_connection_age_ms", 300_000),
-    ("grpc.max_connection_age_grace_ms", 300_000),
 ]
 
 
-def new_server(limits: InputLimits, budgets: ClientBudgets | None = None) -> grpc.aio.Server:
-    """A server with the keepalive policy, the input limits and the shared interceptor."""
+def new_server(
+    limits: InputLimits, budgets: ClientBudgets | None = None, connection_age_s: int = 300
+) -> grpc.aio.Server:
+    """A server with the keepalive policy, the input limits and the shared interceptor.
+
+    Clients are asked to reconnect after ``connection_age_s`` (GOAWAY; calls in flight get
+    as long again to finish), so a balancer spreads them over replicas started since."""
     return grpc.aio.server(
         interceptors=[ContextInterceptor(limits, budgets)],
         options=[
             ("grpc.so_reuseport", 0),
             ("grpc.max_receive_message_length", limits.max_message_bytes),
             *KEEPALIVE_OPTIONS,
+            ("grpc.max_connection_age_ms", connection_age_s * 1000),
+            ("grpc.max_connection_age_grace_ms", connection_age_s * 1000),
         ],
     )
 

@@ -151,6 +151,8 @@ class ServiceSettings:
     rate_window_s: int = 60
     max_waiting_per_client: int = 0
     metrics_listen: str = ""
+    # Seconds before a client is asked to reconnect (services.runtime.serving.new_server).
+    max_connection_age_s: int = 300
     # GetView / WatchMatch without a token (the public view and events); a match can also
     # refuse them itself (TableOptions.no_spectators).
     spectators: bool = True
@@ -190,6 +192,7 @@ class ServiceSettings:
             rate_window_s=_int("MOGAMES_RATE_WINDOW_S", 60, minimum=1),
             max_waiting_per_client=_int("MOGAMES_MAX_WAITING_PER_CLIENT", 10),
             metrics_listen=_metrics_listen(),
+            max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             spectators=_bool("MOGAMES_SPECTATORS", True),
             heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 15, minimum=1),
         )
@@ -223,6 +226,7 @@ class GatewaySettings:
     tls_cert: str = ""
     tls_key: str = ""
     allow_plaintext: bool = False
+    max_connection_age_s: int = 300
     redis_password: str | None = None
 
     @classmethod
@@ -261,6 +265,7 @@ class GatewaySettings:
             tls_cert=_readable("MOGAMES_TLS_CERT"),
             tls_key=_readable("MOGAMES_TLS_KEY"),
             allow_plaintext=_bool("MOGAMES_ALLOW_PLAINTEXT", False),
+            max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
         )
         if bool(settings.tls_cert) != bool(settings.tls_key):
