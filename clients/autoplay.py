@@ -30,7 +30,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--players", type=int, help="players per match (default: each count in turn)")
     parser.add_argument("--target", default="127.0.0.1:50051", help="gateway address")
     parser.add_argument("--concurrency", type=int, default=4, help="matches played at once")
-    parser.add_argument("--seed", type=int, default=1, help="first match seed; match i uses seed + i")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        help="first match seed; match i uses seed + i (the server must allow client seeds: "
+        "MOGAMES_ALLOW_CLIENT_SEED=true); default: the server picks",
+    )
     parser.add_argument("--option", action="append", default=[], help="match option name=value (repeatable)")
     parser.add_argument(
         "--bots", type=int, default=0, help="seats per match played by server-side bots (the last ones)"
@@ -58,7 +63,7 @@ async def autoplay(args: argparse.Namespace) -> int:
                     played = await play_match(
                         client,
                         counts[i % len(counts)],
-                        seed=args.seed + i,
+                        seed=None if args.seed is None else args.seed + i,
                         rng=random.Random(i),
                         options=options,
                         server_bots=min(args.bots, counts[i % len(counts)]),
