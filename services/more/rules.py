@@ -185,7 +185,8 @@ class State:
             moves.append({"take_back": {}})
         # every card's discard is allowed or refused alike: check one
         if self._legal_if(seat, "discard", {"card": hand[0]}):
-            moves += [{"discard": {"card": c}} for c in sorted(hand, key=_sort_key)]
+            hand = sorted(hand, key=_sort_key)
+            moves += [{"discard": {"card": c}} for c in hand]
         return moves
 
     def _melding_steps(self, seat: int, hand: list[int], t: JsonDict) -> list[JsonDict]:

@@ -65,7 +65,7 @@ class Piece:
     extends: int = -1
 
 
-@dataclass
+@dataclass(slots=True)
 class Problem:
     counts: list[int]  # usable identities (hand before the take + the top card)
     top: int  # the top card's identity
@@ -132,13 +132,13 @@ def _quick(p: Problem) -> bool | None:
     counts, top = p.counts, p.top
     cards = sum(counts) + p.locked
     accept = True if not p.need else None
+    wild = counts[52] or counts[1] or counts[14] or counts[27] or counts[40]  # PANKALS
     if top in PANKALS:
         for m in p.melds:
             if accept and cards >= 3 and m["kind"] == "run" and wild_index(m) < 0 and len(m["cards"]) < 14:
                 return True  # a pankal joins a run without one, at one of its ends
         return None
     suit, rank = divmod(top, 13)
-    wild = any(counts[w] for w in PANKALS)
     if rank == 0 and p.ace_ok:
         if any(m["kind"] == "ace_set" for m in p.melds):
             return accept if cards >= 3 else None
