@@ -196,6 +196,32 @@ class State:
         fresh = self._before_deal(self.players, self.seed, self.options)
         return fresh._start_round(self.options["first_player"])
 
+    def timeout_move(self, seat: int) -> JsonDict:
+        """The timeout policy (docs/rules/happymochi.md, "Timeouts"): the leftmost legal Duo,
+        else a draw (the deck first) placed at the right end of the hand or just right of the
+        hand's last card of the same value; a Draw effect names the next seat clockwise."""
+        moves = self.legal_moves(seat)
+        if not moves:
+            raise NotYourTurn(seat)
+        if self.phase == PHASE_PLACE:
+            return {"place_card": {"position": self._timeout_position(seat)}}
+        if self.phase == PHASE_EFFECTS:
+            return {"name_drawer": {"seat": (self.turn + 1) % self.players}}
+        # legal_moves lists the draws first (deck, left, right), then the Duos left to right.
+        duos = [m for m in moves if "play_duo" in m]
+        return duos[0] if duos else moves[0]
+
+    def _timeout_position(self, seat: int) -> int:
+        # Placing a drawn card beside one of its value makes a Happy Mochi, playable next
+        # turn: without it, matches where every seat times out can cycle for ever (the same
+        # Happy Mochi drawn back and replayed, hands never shrinking).
+        assert self.held is not None
+        hand, value = self.hands[seat], card_value(self.held)
+        for i in range(len(hand) - 1, -1, -1):
+            if card_value(hand[i]) == value:
+                return i + 1
+        return len(hand)
+
     @classmethod
     def for_test(
         cls,
