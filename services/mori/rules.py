@@ -243,6 +243,25 @@ class State:
         state._start_round(1)
         return state
 
+    def opening_events(self) -> list[Event]:
+        # Round 1's deal and roll depend only on the seed, the player count and the first
+        # player, so they are made again on a fresh state: the same events whenever asked.
+        return type(self)(self.players, self.seed, self.first_player)._start_round(1)
+
+    def timeout_move(self, seat: int) -> JsonDict:
+        """The timeout policy (docs/rules/mori.md §10): the lowest-ranked legal Season card
+        (X cards only when no Season card may be played; dice stay on the aid); when
+        claiming, the first die of the mat in its order (suited dice before X dice)."""
+        if self.phase == OVER or seat != self.turn:
+            raise NotYourTurn(seat)
+        if self.phase == CLAIM:
+            return {"claim_die": {"die": _mat_order(self.mat, self.faces)[0]}}
+        lead = self.lead_suit() if self._holds_lead(seat) else None
+        cards = [c for c in self.hands[seat] if lead is None or card_suit(c) in (lead, X)]
+        season = [c for c in cards if card_suit(c) != X]
+        card = min(season, key=lambda c: (card_rank(c), c)) if season else min(cards)
+        return {"play_card": {"card": card}}
+
     # How each snapshot field is copied: scalars, lists of ints, lists of lists.
     _SCALARS = (
         "players",
@@ -298,23 +317,17 @@ class State:
     def legal_moves(self, seat: int) -> list[JsonDict]:
         if self.phase == OVER or seat != self.turn:
             return []
+        # Every card and die has its own id, so twins (X cards, dice of one face) are
+        # distinct moves and every one of them is listed (docs/rules/mori.md §7).
         if self.phase == CLAIM:
-            return [{"claim_die": {"die": d}} for d in _one_die_per_face(self.mat, self.faces)]
-        moves: list[JsonDict] = []
-        hand = self.hands[seat]
-        must_follow = self._holds_lead(seat)
-        lead = self.lead_suit()
-        x_offered = False
-        for card in hand:
-            suit = card_suit(card)
-            if suit == X:
-                if x_offered:
-                    continue  # X cards are identical: offer one
-                x_offered = True
-            elif must_follow and suit != lead:
-                continue
-            moves.append({"play_card": {"card": card}})
-        moves += [{"play_die": {"die": d}} for d in _one_die_per_face(self.aids[seat], self.faces)]
+            return [{"claim_die": {"die": d}} for d in _mat_order(self.mat, self.faces)]
+        lead = self.lead_suit() if self._holds_lead(seat) else None
+        moves: list[JsonDict] = [
+            {"play_card": {"card": card}}
+            for card in self.hands[seat]
+            if lead is None or card_suit(card) in (lead, X)
+        ]
+        moves += [{"play_die": {"die": d}} for d in self.aids[seat]]
         return moves
 
     def _holds_lead(self, seat: int) -> bool:
@@ -522,7 +535,9 @@ class State:
                 complete=False,
             )
         else:
-            trick = _empty_trick(self.tricks_done + 1 if self.phase == CLAIM else 0, self.trick_leader)
+            # While claiming, the trick to come (none after the round's last trick: number 0).
+            upcoming = self.phase == CLAIM and len(self.mat) > 1
+            trick = _empty_trick(self.tricks_done + 1 if upcoming else 0, self.trick_leader)
         last = (
             self._trick_view(self.last_trick)
             if self.phase == CLAIM and self.last_trick is not None
@@ -559,7 +574,7 @@ class State:
         }
 
     def _mat_view(self) -> list[JsonDict]:
-        return [die_dict(d, self.faces) for d in sorted(self.mat, key=lambda d: (self.faces[d], d))]
+        return [die_dict(d, self.faces) for d in _mat_order(self.mat, self.faces)]
 
     def _trick_view(self, record: JsonDict, complete: bool = True) -> JsonDict:
         plays = record["plays"]
@@ -658,12 +673,9 @@ def _snapshot(fields: JsonDict) -> JsonDict:
     return out
 
 
-def _one_die_per_face(dice: list[int], faces: list[int]) -> list[int]:
-    """The lowest-id die of each face present (dice with the same face are interchangeable)."""
-    seen: dict[int, int] = {}
-    for d in sorted(dice):
-        seen.setdefault(faces[d], d)
-    return [seen[face] for face in sorted(seen)]
+def _mat_order(dice: list[int], faces: list[int]) -> list[int]:
+    """Dice as the mat lies: by face (Spring, Summer, Autumn, Winter, X), then by id."""
+    return sorted(dice, key=lambda d: (faces[d], d))
 
 
 __all__ = ["GAME", "MoveError", "NotTrickWinner", "State"]

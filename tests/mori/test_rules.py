@@ -211,8 +211,8 @@ def test_claiming_a_die_is_the_winners_own_move_face_unchanged():
     moves = state.legal_moves(1)
     assert moves and all(set(m) == {"claim_die"} for m in moves)
     assert state.legal_moves(0) == [] and state.legal_moves(2) == []
-    # one claim per face on the mat: Spring, Summer, Autumn, Winter, X
-    assert [m["claim_die"]["die"] for m in moves] == [0, 1, 2, 3, 4]
+    # every die on the mat, in the mat's order: Spring, Summer, Autumn, Winter, X
+    assert [m["claim_die"]["die"] for m in moves] == [0, 6, 1, 7, 2, 8, 3, 9, 4, 5]
     events = claim(state, 1, 9)
     assert bodies(events, "die_claimed") == [
         {"seat": 1, "die": {"id": 9, "face": "SUIT_WINTER"}, "dice_left": 9}
@@ -468,17 +468,45 @@ def test_all_x_trick_goes_to_the_leader():
     assert state.active_seats() == [1]
 
 
-def test_legal_moves_offer_one_x_card_and_one_die_per_face():
+def test_legal_moves_list_both_x_cards_and_every_die_of_a_face():
     state = build(hands=[[XC[0], XC[1], c(SP, 2)], [], [], []], aids=[[1, 2, 3, 6], [], [], []])
     state.faces = [SP, SU, SU, X, SP, SP, X, SP, SP, SP]
-    assert state.legal_moves(0) == [
+    moves = state.legal_moves(0)
+    assert moves == [
         {"play_card": {"card": c(SP, 2)}},
         {"play_card": {"card": XC[0]}},
+        {"play_card": {"card": XC[1]}},
         {"play_die": {"die": 1}},
+        {"play_die": {"die": 2}},
         {"play_die": {"die": 3}},
+        {"play_die": {"die": 6}},
     ]
-    play(state, 0, XC[1])  # the other X card is accepted too
-    assert state.hands[0] == [c(SP, 2), XC[0]]
+    for move in moves:  # each listed move, sent unchanged, is accepted and plays that very item
+        trial = State.from_dict(state.to_dict())
+        trial.apply(0, json.loads(json.dumps(move)))
+        ((kind, body),) = move.items()
+        if kind == "play_card":
+            assert body["card"] not in trial.hands[0] and len(trial.hands[0]) == 2
+        else:
+            assert body["die"] not in trial.aids[0] and len(trial.aids[0]) == 3
+        assert trial.trick_plays == [[0, "card" if kind == "play_card" else "die", next(iter(body.values()))]]
+
+
+def test_three_identical_spring_dice_are_three_listed_claims():
+    state = build(
+        3,
+        hands=[[], [], []],
+        mat=[2, 5, 7, 8],
+        faces=[SU] * 2 + [SP] + [SU] * 2 + [SP, SU, SP, X, SU],
+        phase="claim",
+        turn=1,
+    )
+    moves = state.legal_moves(1)
+    assert moves == [{"claim_die": {"die": d}} for d in (2, 5, 7, 8)]
+    for die in (2, 5, 7):
+        trial = State.from_dict(state.to_dict())
+        claim(trial, 1, die)
+        assert trial.aids[1] == [die] and sorted([*trial.mat, die]) == [2, 5, 7, 8]
 
 
 # ---------------------------------------------------------------- who wins a trick
@@ -675,6 +703,24 @@ def test_view_in_claim_phase_shows_the_trick_just_won():
     assert state.view(0)["last_trick"]["plays"] == []
 
 
+@pytest.mark.parametrize(("tricks_before", "mat", "next_number"), [(8, [8, 9], 10), (9, [9], 0)])
+def test_claim_view_numbers_the_trick_to_come_and_none_after_the_tenth(tricks_before, mat, next_number):
+    state = build(
+        3,
+        hands=[[c(SP, 5), c(SU, 3)], [c(SP, 1), c(SU, 4)], [c(SP, 2), c(AU, 1)]],
+        mat=mat,
+        tricks_done=tricks_before,
+    )
+    play(state, 0, c(SP, 5))
+    play(state, 1, c(SP, 1))
+    play(state, 2, c(SP, 2))
+    for viewer in (None, 0, 1, 2):
+        view = state.view(viewer)
+        assert view["phase"] == "PHASE_CLAIM" and view["tricks_played"] == tricks_before + 1
+        assert view["last_trick"]["number"] == tricks_before + 1 and view["last_trick"]["complete"]
+        assert view["trick"]["number"] == next_number and view["trick"]["plays"] == []
+
+
 def test_view_shows_every_seats_aid_public_pile_contents_and_scores():
     faces = [SP, SU, AU, WI, X, X, SP, SU, AU, WI]
     state = build(
@@ -778,6 +824,7 @@ def test_x_cards_in_hand_do_not_count_as_holding_the_lead_suit():
         {"play_card": {"card": c(AU, 5)}},
         {"play_card": {"card": c(WI, 2)}},
         {"play_card": {"card": XC[2]}},
+        {"play_card": {"card": XC[3]}},
     ]
     play(state, 1, c(WI, 2))
 
