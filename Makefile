@@ -72,6 +72,11 @@ bench: install
 bench-front: install
 	$(BIN)/python -m deploy.bench_front $(BENCH_ARGS)
 
+# Rules engines alone, one process: steps/s, state codec time and size, view time per game.
+.PHONY: bench-engines
+bench-engines: install
+	$(BIN)/python -m clients.bench_engines $(BENCH_ENGINES_ARGS)
+
 autoplay: install
 	$(BIN)/python -m clients.autoplay $(AUTOPLAY_ARGS)
 
