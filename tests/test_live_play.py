@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import subprocess
+import sys
+import time
 import uuid
 
 import grpc
@@ -18,7 +21,7 @@ from services.runtime.errors import PermissionDenied
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
-from tests.conftest import available_games, service_settings
+from tests.conftest import available_games, running_services, service_settings
 from tests.helpers import active_seat_move, events_before, refusal, start_match
 from tests.test_all_games import default_options
 from tests.test_concurrency import stored_events
@@ -196,3 +199,58 @@ async def test_every_game_plays_to_the_end_by_watching_and_every_version_has_eve
     assert await redis_client.pubsub_numsub(keys.notify(played.match_id)) == [
         (keys.notify(played.match_id).encode(), 0)
     ]
+
+
+KILLED_WATCHER = """
+import sys, grpc
+from mogames.common.v1 import common_pb2
+from clients.game_client import game_modules
+_, pb2_grpc = game_modules(sys.argv[2])
+stub = pb2_grpc.HappyMochiStub(grpc.insecure_channel(sys.argv[1]))
+for event in stub.WatchMatch(common_pb2.WatchMatchRequest(match_id=sys.argv[3])):
+    print(event.WhichOneof("event"), flush=True)
+"""
+
+
+async def subscribers(redis_client, match_id: str) -> int:
+    return (await redis_client.pubsub_numsub(keys.notify(match_id)))[0][1]
+
+
+async def test_quiet_streams_get_heartbeats_and_a_killed_clients_watch_is_released(redis_url, redis_client):
+    async with running_services(redis_url, games=[GAME], heartbeat_s=1) as quick:
+        client = quick.replica_client(GAME, 0)
+        started = await start_match(client, 2, seed=5)
+        stream = client.watch(started.match_id, None, 0)
+        beats = []
+        async with asyncio.timeout(10):
+            async for event in stream:
+                if event.WhichOneof("event") == "heartbeat":
+                    beats.append(event)
+                    if len(beats) == 2:
+                        break
+        stream.cancel()
+        assert all(b.seq == 0 and b.heartbeat.server_time_unix_ms > 0 for b in beats)
+        gap_ms = beats[1].heartbeat.server_time_unix_ms - beats[0].heartbeat.server_time_unix_ms
+        assert 500 <= gap_ms <= 5000
+
+        address = quick.replicas_addresses[GAME][0]
+        watcher = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", KILLED_WATCHER, address, GAME, started.match_id, stdout=subprocess.PIPE
+        )
+        try:
+            assert watcher.stdout is not None
+            first = await asyncio.wait_for(watcher.stdout.readline(), 20)
+            assert first.decode().strip() == "player_joined"
+            assert await subscribers(redis_client, started.match_id) == 1
+            watcher.kill()  # SIGKILL: no goodbye from the client
+            await asyncio.wait_for(watcher.wait(), 10)
+            killed_at = time.monotonic()
+            for _ in range(100):
+                if not await subscribers(redis_client, started.match_id):
+                    break
+                await asyncio.sleep(0.1)
+            assert await subscribers(redis_client, started.match_id) == 0
+            assert time.monotonic() - killed_at < 10
+        finally:
+            if watcher.returncode is None:
+                watcher.kill()

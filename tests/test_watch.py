@@ -4,11 +4,18 @@ event granularity, across replicas, one pub/sub subscription per replica."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 
 import grpc
 
 from clients.bot import play_match
+from services.catalog import rules_module
 from services.runtime import keys
+from services.runtime.matches import MatchService
+from services.runtime.redis_client import connect
+from services.runtime.store import MatchStore
+from tests.conftest import service_settings
 from tests.helpers import active_seat_move, events_before, is_history, refusal, start_match
 
 GAME = "happy_mochi"
@@ -148,3 +155,81 @@ async def test_many_watchers_share_one_subscription_per_replica_and_all_see_each
     assert all((event.version, event.seq) == (version, 1) == (1, 1) for event in received)
     # Forty watchers on replica b: one subscription to the match's channel, b's.
     assert subscribers == [(keys.notify(started.match_id).encode(), 1)]
+
+
+# Every command a watch could issue. The lifecycle scheduler's ticks (TIME and a script per
+# replica every few hundred ms, whatever the number of watchers) are not watch costs.
+WATCH_COMMANDS = ("xrange", "xread", "hmget", "hget", "get", "ping", "subscribe", "unsubscribe")
+
+
+async def watch_command_calls(redis_client) -> dict[str, int]:
+    stats = await redis_client.info("commandstats")
+    return {name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in WATCH_COMMANDS}
+
+
+async def test_quiet_watchers_cost_no_redis_commands(cluster, redis_client):
+    replica_a, replica_b = cluster.replica_client(GAME, 0), cluster.replica_client(GAME, 1)
+    started = await start_match(replica_a, 2, seed=5)
+    streams = [
+        replica.watch(started.match_id, started.tokens[n % 2] if n % 3 else None, 0)
+        for n in range(30)
+        for replica in (replica_a, replica_b)
+    ]
+    readers = [asyncio.create_task(collect(s, lambda e: False)) for s in streams]
+    # Wait until every watch has subscribed, replayed and prompted (a busy machine is slow).
+    before = await watch_command_calls(redis_client)
+    for _ in range(40):
+        await asyncio.sleep(0.5)
+        settled, before = before, await watch_command_calls(redis_client)
+        if settled == before:
+            break
+    await asyncio.sleep(2.0)
+    after = await watch_command_calls(redis_client)
+    for stream in streams:
+        stream.cancel()
+    await asyncio.gather(*readers, return_exceptions=True)
+    assert after == before
+
+
+async def wait_until(condition, timeout_s: float = 20.0) -> None:
+    for _ in range(int(timeout_s * 20)):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+async def test_two_thousand_watched_matches_on_one_replica_deliver_a_move_at_once(redis_url):
+    # No heartbeat in between: the first item each stream yields is its first event.
+    settings = dataclasses.replace(service_settings(GAME, redis_url), heartbeat_s=600)
+    clients = [connect(redis_url), connect(redis_url)]
+    watching, moving = (MatchService(rules_module(GAME), MatchStore(c), settings) for c in clients)
+    streams, firsts = [], []
+    try:
+        played = await watching.create_match(2, 3, {"first_player": 0})
+        tokens = [(await moving.join_match(played.match_id, name)).token for name in ("a", "b")]
+        quiet = [(await watching.create_match(2, n, {"first_player": 0})).match_id for n in range(1999)]
+        for n, match_id in enumerate([played.match_id, *quiet]):
+            streams.append(watching.watch(match_id, None, 0, 0))
+            firsts.append(asyncio.create_task(anext(streams[-1])))
+            if n % 25 == 24:  # open in batches, as clients arrive, not 2,000 loads at once
+                await wait_until(lambda n=n: watching.hub.watched_matches() == n + 1)
+        assert watching.hub.watched_matches() == 2000
+        await asyncio.sleep(1.0)  # every subscription confirmed and read
+        legal, version = await moving.legal_moves(played.match_id, tokens[0])
+        started = time.perf_counter()
+        await moving.submit_move(played.match_id, tokens[0], legal[0], version, "")
+        event = await asyncio.wait_for(firsts[0], 10)
+        delivered_s = time.perf_counter() - started
+        assert (event.version, event.seq) == (1, 1)
+        print(f"2,000 watched matches: the move's event arrived in {delivered_s * 1000:.1f} ms")
+        assert delivered_s < 0.05, f"the move's event took {delivered_s * 1000:.0f} ms"
+        assert not any(f.done() for f in firsts[1:])
+    finally:
+        for first in firsts:
+            first.cancel()
+        await asyncio.gather(*firsts, return_exceptions=True)
+        for stream in streams:
+            await stream.aclose()
+        for client in clients:
+            await client.aclose()
