@@ -171,8 +171,8 @@ def test_the_listed_moves_are_exactly_the_accepted_ones():
         state = State.new(3, seed, OPTS)
         while not state.is_over():
             seat = state.active_seats()[0]
-            if state.to_dict()["phase"] != "bidding" and r.random() < 0.4:
+            if state.to_dict()["phase"] != "bidding" and r.random() < 0.25:
                 check_listing(state, seat)
                 checked += 1
             state.apply(seat, choose(r, state.legal_moves(seat)))
-    assert checked > 60
+    assert checked > 40
