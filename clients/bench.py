@@ -141,7 +141,8 @@ async def bench(args: argparse.Namespace, target: str, redis_url: str, echo_addr
         )
     print(f"echo: {echo_per_s:.0f} calls/s (bare grpc.aio unary echo, 64-byte payload, same concurrency)")
     print(
-        "a move is ListLegalMoves + SubmitMove (two RPCs through the gateway to a replica and Redis);"
+        "a move is one SubmitMove, its seat told by its WatchMatch prompt (through the gateway to a"
+        " replica and Redis);"
         f" latency is SubmitMove's as the client sees it; replicas per game: {args.replicas}"
     )
 

@@ -194,8 +194,8 @@ async def test_every_game_plays_to_the_end_by_watching_and_every_version_has_eve
     assert [e.body for e in events if e.version == 0][players] == {"match_started": {"players": players}}
     rules = rules_module(game)
     state = rules.State.new(players, seed, {**default_options(game), **(options or {})})
-    expected = state.opening_events() if hasattr(state, "opening_events") else []
-    assert [(e.body, e.to) for e in opening] == [(e.body, e.to) for e in expected]
+    expected = state.opening_events()
+    assert [(e.body, e.to) for e in opening] == [(e.body, e.to) for e in expected] and expected
     assert await redis_client.pubsub_numsub(keys.notify(played.match_id)) == [
         (keys.notify(played.match_id).encode(), 0)
     ]

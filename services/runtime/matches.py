@@ -65,15 +65,6 @@ def _inactive_refusal(state: Any, seat: int, move: dict[str, Any]) -> RuleViolat
     return NotYourTurn(seat)
 
 
-def _opening_events(state: Any) -> list[Event]:
-    """The engine's round-1 set-up events.
-
-    Compatibility while the engines adopt this round's API: an engine without
-    ``opening_events`` yet stores none. Remove this helper once all five implement it."""
-    opening = getattr(state, "opening_events", None)
-    return list(opening()) if opening is not None else []
-
-
 @dataclass(frozen=True)
 class MatchFacts:
     """Public facts of a match (the ``Match`` message)."""
@@ -338,7 +329,8 @@ class MatchService:
         if None not in record.seats:
             record.status = IN_PROGRESS
             events.append(Event({"match_started": {"players": record.players}}))
-            events += _opening_events(self.rules.State.from_dict(record.state))
+            # Round 1's set-up, stored like every later round's so the stream rebuilds it.
+            events += self.rules.State.from_dict(record.state).opening_events()
         return events
 
     async def commit_events(self, record: MatchRecord, events: list[Event]) -> bool:
