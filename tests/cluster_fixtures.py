@@ -33,7 +33,7 @@ class Node:
     node_id: str = ""
 
     def client(self) -> redis.Redis:
-        return redis.Redis(port=self.port, socket_timeout=2, decode_responses=True)
+        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=2, decode_responses=True)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -103,9 +103,18 @@ def _node_port() -> int:
 
 
 def _start_node(workdir: Path, node_timeout_ms: int) -> Node:
-    port = _node_port()
+    """A cluster-enabled redis-server on a free port (another one if that port was taken
+    between choosing it and binding it)."""
+    for _attempt in range(5):
+        node = _try_node(workdir, node_timeout_ms, _node_port())
+        if node is not None:
+            return node
+    raise RuntimeError("could not start a Redis Cluster node")
+
+
+def _try_node(workdir: Path, node_timeout_ms: int, port: int) -> Node | None:
     folder = workdir / str(port)
-    folder.mkdir()
+    folder.mkdir(exist_ok=True)
     process = subprocess.Popen(
         [
             redis_executable(),
@@ -120,7 +129,15 @@ def _start_node(workdir: Path, node_timeout_ms: int) -> Node:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
     )
-    wait_for_port(port)
+    try:
+        wait_for_port(port)
+        Node(port, process).client().ping()
+    except (TimeoutError, redis.RedisError):
+        process.kill()
+        process.wait()
+        return None
+    if process.poll() is not None:
+        return None
     return Node(port, process)
 
 

@@ -261,11 +261,22 @@ async def play(
         acknowledged.append((answer.version, time.monotonic()))
 
 
-async def wait_for(condition: Callable[[], bool], timeout_s: float = 30) -> None:
+async def wait_for(condition: Callable[[], bool], what: str, timeout_s: float = 30) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
-        assert time.monotonic() < deadline, "play did not go on after the failover"
+        assert time.monotonic() < deadline, f"{what}: not after {timeout_s} s"
         await asyncio.sleep(0.05)
+
+
+async def watch_versions(client: Any, match_id: str, seen: list[int]) -> None:
+    """Each version of the match's history as a spectator sees it (not prompts, not heartbeats)."""
+    stream = client.watch(match_id, after_version=0)
+    try:
+        async for event in stream:
+            if event.seq and (not seen or seen[-1] != event.version):
+                seen.append(event.version)
+    finally:
+        stream.cancel()
 
 
 async def test_a_master_killed_during_play_loses_and_duplicates_no_move():
@@ -285,7 +296,13 @@ async def test_a_master_killed_during_play_loses_and_duplicates_no_move():
                 asyncio.create_task(play(clients[n % 2], m, served, acknowledged[m.match_id], stop))
                 for n, m in enumerate(matches)
             ]
-            await wait_for(lambda: all(len(acknowledged[m]) >= MOVES_BEFORE_KILL for m in on_victim))
+            # Watchers on both replicas of the matches that lose their master: their hubs'
+            # subscriptions may sit on the node that dies.
+            watched = {(m, r): [] for m in on_victim for r in (0, 1)}
+            watchers = [
+                asyncio.create_task(watch_versions(clients[r], m, v)) for (m, r), v in watched.items()
+            ]
+            await wait_for(lambda: all(len(acknowledged[m]) >= MOVES_BEFORE_KILL for m in on_victim), "play")
             victim.process.kill()
             killed_at = time.monotonic()
             await asyncio.to_thread(nodes.wait_until_healthy)
@@ -294,10 +311,19 @@ async def test_a_master_killed_during_play_loses_and_duplicates_no_move():
                 lambda: all(
                     sum(at > healthy_at for _, at in acknowledged[m]) >= MOVES_AFTER_FAILOVER
                     for m in on_victim
-                )
+                ),
+                "play after the failover",
             )
             stop.set()
             await asyncio.gather(*players)
+            await wait_for(
+                lambda: all(v[-1:] == [len(acknowledged[m])] for (m, _), v in watched.items()),
+                f"every watcher at the last version {watched}",
+            )
+            for watcher in watchers:
+                watcher.cancel()
+            for (match_id, _), versions in watched.items():
+                assert versions == list(range(1, len(acknowledged[match_id]) + 1)), "watchers missed nothing"
 
             assert victim_port not in nodes.roles()
             store = connect(nodes.url)

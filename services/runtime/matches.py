@@ -504,7 +504,12 @@ class MatchService:
             "seat": seat,
             "move": json.dumps(move),
         }
-        await self.store.publish_game_move(self.game.name, fields, self.settings.game_stream_maxlen)
+        try:
+            await self.store.publish_game_move(self.game.name, fields, self.settings.game_stream_maxlen)
+        except Exception:
+            # The move is committed: failing its answer now (a feed node failing over) would
+            # only make the client retry a move that is already in; the feed misses it.
+            log.exception("game_feed_append_failed", version=record.version)
         log.debug("move_committed", version=record.version, status=record.status)
 
     # -- watching --------------------------------------------------------------------

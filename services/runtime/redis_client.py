@@ -127,21 +127,38 @@ def connect(
     )
 
 
+def _roaming(connection_class: Any, cluster: aioredis.RedisCluster) -> Any:
+    """``connection_class`` connecting to a random cluster node each time, another one than
+    before when it can: a reconnect after its node died lands on a live one (and the pubsub
+    resubscribes there)."""
+
+    class RoamingConnection(connection_class):  # type: ignore[misc, valid-type]
+        def _connection_arguments(self) -> Any:
+            nodes = cluster.get_nodes()
+            current = (getattr(self, "host", None), getattr(self, "port", None))
+            others = [n for n in nodes if (n.host, n.port) != current]
+            node = random.choice(others or nodes)
+            self.host, self.port = node.host, node.port
+            return super()._connection_arguments()
+
+    return RoamingConnection
+
+
 def pubsub(client: RedisClient) -> PubSub:
     """A pub/sub connection reaching the same Redis (or cluster) as ``client``, of its own.
 
     It waits for messages as long as it takes: no socket timeout (a quiet subscriber would
     otherwise time out and resubscribe every few seconds) and no health-check PINGs (quiet
     watchers cost Redis nothing); TCP keepalive notices a peer that vanished. On a cluster,
-    classic (not sharded) messages reach every node, so one node will do: a random live one
-    each time, so a caller that makes a new pubsub after an error moves off a dead node.
+    classic (not sharded) messages reach every node, so any node will do: each (re)connect
+    goes to a random node, another one than before, so losing a node costs a reconnect.
     ``aclose()`` closes its connection.
     """
     connection_class: Any
     if isinstance(client, aioredis.RedisCluster):
         node = random.choice(client.get_nodes())
-        connection_class, kwargs = node.connection_class, {**node.connection_kwargs}
-        kwargs.update(host=node.host, port=node.port)
+        connection_class = _roaming(node.connection_class, client)
+        kwargs = {**node.connection_kwargs, "host": node.host, "port": node.port}
     else:
         pool = client.connection_pool
         connection_class, kwargs = pool.connection_class, {**pool.connection_kwargs}
