@@ -27,7 +27,8 @@ class FeedEntry:
     match_id: str
     version: int
     seat: int
-    move: dict[str, Any]
+    # The move's public events (what a spectator sees), never the move itself.
+    events: list[dict[str, Any]]
 
 
 async def ensure_group(client: RedisClient, game: str, group: str, start: str = "0") -> None:
@@ -57,7 +58,7 @@ async def consume(
                     text["match_id"],
                     int(text["version"]),
                     int(text["seat"]),
-                    json.loads(text["move"]),
+                    json.loads(text["events"]),
                 )
                 await client.xack(stream, group, entry_id)
         if not reply:

@@ -17,7 +17,6 @@ from clients.game_client import GameClient
 from deploy.redis_server import running_redis
 from services.catalog import rules_module
 from services.runtime import keys
-from services.runtime.codec import to_dict
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore, StoredEvent
@@ -84,8 +83,9 @@ async def test_a_stalled_seat_times_out_once_with_a_legal_move_and_its_clock_sho
     assert first[0].body == {"timed_out": {"seat": seat, "consecutive": 1}}
     assert kinds(events).count("timed_out") >= 1
     feed = await redis.xrange(keys.game_moves(GAME), "-", "+")
-    moves = [json.loads(f[b"move"]) for _, f in feed if f[b"match_id"].decode() == match_id]
-    assert moves[0] in [to_dict(m) for m in legal.moves]
+    # The feed tells the move's public events (never the move): the timeout's among them.
+    published = [json.loads(f[b"events"]) for _, f in feed if f[b"match_id"].decode() == match_id]
+    assert published[0][0] == {"timed_out": {"seat": seat, "consecutive": 1}} and legal.moves
     # Each version of this stalled match was reached by exactly one timeout.
     versions = [e.version for e in events if "timed_out" in e.body]
     assert versions == sorted(set(versions))

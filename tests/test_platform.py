@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import grpc
 from mogames.common.v1 import common_pb2
 from mogames.happymochi.v1 import happymochi_pb2
@@ -9,6 +11,7 @@ from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
 from services.runtime import keys
 from tests.helpers import active_seat_move, events_before, refusal, start_match
+from tests.test_concurrency import stored_events
 
 GAME = "happy_mochi"
 
@@ -154,6 +157,10 @@ async def test_every_accepted_move_reaches_the_game_stream(cluster, redis_client
     entries = await redis_client.xrevrange(keys.game_moves(GAME), count=200)
     mine = [f for _id, f in entries if f[b"match_id"].decode() == started.match_id]
     assert [int(f[b"version"]) for f in mine] == [version + 1]
+    # Only what a spectator may see: the version's public events, never the move itself.
+    stored = [e for e in await stored_events(redis_client, started.match_id) if e.version == version + 1]
+    assert b"move" not in mine[0]
+    assert json.loads(mine[0][b"events"]) == [e.body for e in stored if e.to is None]
 
 
 async def test_lobby_lists_every_game(cluster):

@@ -372,7 +372,7 @@ class MatchService:
         if result.outcome != "ok":
             return False
         record.rev = result.rev
-        await self._publish(record, seat, move)
+        await self._publish(record, seat, stored)
         return True
 
     async def _clocks(
@@ -459,7 +459,7 @@ class MatchService:
                 return self._replay(await self._load(match_id), seat, result.previous_answer)
             if result.outcome == "ok":
                 metrics.move_committed(self.game.name)
-                await self._publish(record, seat, move)
+                await self._publish(record, seat, stored)
                 return first
             metrics.commit_conflict(self.game.name, retrying=expected_version is None)
             if expected_version is not None:
@@ -495,14 +495,17 @@ class MatchService:
                 next_moves = state.legal_moves(seat)
         return MoveResult(version, events, list(first["active_seats"]), str(first["status"]), next_moves)
 
-    async def _publish(self, record: MatchRecord, seat: int, move: dict[str, Any]) -> None:
+    async def _publish(self, record: MatchRecord, seat: int, events: list[StoredEvent]) -> None:
         # After the commit, outside the match's hash slot: this feed is for downstream
         # consumers; the match stream (written atomically above) is the source of truth.
+        # It carries what a spectator may see, never the move itself: a sealed bid, a
+        # prediction or a deck order is a move, and its public events tell only what may be told.
+        public = [e.body for e in events if e.to is None]
         fields = {
             "match_id": record.match_id,
             "version": record.version,
             "seat": seat,
-            "move": json.dumps(move),
+            "events": json.dumps(public, separators=(",", ":")),
         }
         try:
             await self.store.publish_game_move(self.game.name, fields, self.settings.game_stream_maxlen)
