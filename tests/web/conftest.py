@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from playwright.async_api import async_playwright
 from gateway.server import build as build_gateway
 from gateway.web import start_web
 from services.runtime.settings import GatewaySettings
-from tests.conftest import Cluster
+from tests.conftest import Cluster, running_services
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "clients" / "web" / "dist"
@@ -27,13 +28,15 @@ class WebStack:
     cluster: Cluster
 
 
-@pytest.fixture(scope="session")
-async def web_stack(cluster: Cluster) -> AsyncIterator[WebStack]:
+@contextlib.asynccontextmanager
+async def web_gateway(cluster: Cluster, redis_url: str) -> AsyncIterator[WebStack]:
+    """A gateway with its web port on, in front of ``cluster``'s replicas."""
     settings = GatewaySettings(
         listen="127.0.0.1:0",
         backends={game: tuple(addresses) for game, addresses in cluster.replicas_addresses.items()},
         shutdown_grace_s=1,
         log_level="warning",
+        redis_url=redis_url,
         web_listen="127.0.0.1:0",
         web_origins=(ALLOWED_ORIGIN,),
         web_root=str(PAGE),
@@ -42,11 +45,30 @@ async def web_stack(cluster: Cluster) -> AsyncIterator[WebStack]:
     await gateway.start()
     web = await start_web(settings, pools, port)
     assert web is not None
-    yield WebStack(f"http://127.0.0.1:{web.port}", cluster)
-    await web.stop()
-    await gateway.stop(None)
-    for pool in pools:
-        await pool.close()
+    try:
+        yield WebStack(f"http://127.0.0.1:{web.port}", cluster)
+    finally:
+        await web.stop()
+        await gateway.stop(None)
+        for pool in pools:
+            await pool.close()
+
+
+@pytest.fixture(scope="session")
+async def web_stack(cluster: Cluster, redis_url: str) -> AsyncIterator[WebStack]:
+    async with web_gateway(cluster, redis_url) as stack:
+        yield stack
+
+
+@pytest.fixture(scope="session")
+async def quick_bots_stack(redis_url: str) -> AsyncIterator[WebStack]:
+    """The web port in front of replicas whose server bots move at once: the browser tests
+    play whole matches against them."""
+    async with (
+        running_services(redis_url, bot_think_ms=0, scheduler_tick_ms=20) as cluster,
+        web_gateway(cluster, redis_url) as stack,
+    ):
+        yield stack
 
 
 ARTIFACTS = ROOT / "artifacts" / "web"

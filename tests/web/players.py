@@ -22,6 +22,22 @@ def any_move(moves: list[dict[str, Any]], rng: random.Random) -> int:
     return rng.randrange(len(moves))
 
 
+def preferring(*kinds: str, never: tuple[str, ...] = ()) -> Chooser:
+    """A random move of the first kind in ``kinds`` (JSON names: ``buildRoute``) on offer
+    (else any), never one of ``never`` while something else is: a player in a hurry, so
+    that matches stay short."""
+
+    def choose(moves: list[dict[str, Any]], rng: random.Random) -> int:
+        allowed = [i for i, m in enumerate(moves) if next(iter(m)) not in never] or list(range(len(moves)))
+        for kind in kinds:
+            offered = [i for i in allowed if kind in moves[i]]
+            if offered:
+                return rng.choice(offered)
+        return rng.choice(allowed)
+
+    return choose
+
+
 @dataclass
 class Tab:
     page: Page

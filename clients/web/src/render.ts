@@ -47,7 +47,7 @@ export const PRIVATE_FIELDS = new Set(["hand", "myBlocks", "templeBellCards"]);
 
 function renderField(key: string, value: Json): HTMLElement {
   if (PRIVATE_FIELDS.has(key) && Array.isArray(value)) {
-    return h("div", { class: "items private" }, value.map((item) => h("span", { "data-testid": "hand-card" }, renderValue(item))));
+    return h("div", { class: "items private" }, value.map((item) => h("span", { "data-private": "hand" }, renderValue(item))));
   }
   return renderValue(value);
 }

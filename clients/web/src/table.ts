@@ -292,7 +292,7 @@ export class Table {
                 "data-seat": s.seat,
                 "data-score": String(match.scores[s.seat] ?? ""),
               },
-              h("span", { class: "name" }, names[s.seat], s.bot ? " 🤖" : "", s.taken ? "" : " (free)"),
+              h("span", { class: "name" }, names[s.seat], s.bot ? " (bot)" : "", s.taken ? "" : " (free)"),
               h("span", { class: "score" }, match.scores.length ? String(match.scores[s.seat]) : ""),
               match.activeSeats.includes(s.seat) ? h("span", { class: "turn" }, "to play") : null,
               finished && match.winners.includes(s.seat) ? h("span", { class: "winner" }, "winner") : null,
