@@ -120,12 +120,18 @@ def _loopback(listen: str, port: int) -> str:
 @dataclass
 class WebServer:
     port: int
+    grace_s: float
     _stop: asyncio.Event
     _task: asyncio.Task[None]
     _gateway: grpc.aio.Channel
 
     async def stop(self) -> None:
+        """Stop taking requests; calls in flight get the grace period, then are cut."""
         self._stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), self.grace_s + 2)
+        except TimeoutError:
+            self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         await self._gateway.close()
@@ -156,4 +162,4 @@ async def start_web(
     stop = asyncio.Event()
     task = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
     log.info("web", port=port, origins=list(settings.web_origins), root=settings.web_root)
-    return WebServer(port, stop, task, gateway)
+    return WebServer(port, settings.shutdown_grace_s, stop, task, gateway)

@@ -14,7 +14,7 @@ const LEAVES: Record<string, string> = {
 
 function look(c: Obj, isPrivate = false) {
   const leaf = short(c.type, "LEAF_TYPE_");
-  const acorns = `${c.acornLeft ? "🌰" : ""}${c.acornRight ? "🌰" : ""}`;
+  const acorns = `${c.acornLeft ? "◉" : ""}${c.acornRight ? "◉" : ""}`;
   return { corner: text(c.value), middle: leaf, foot: acorns, colour: LEAVES[leaf] ?? "#888", private: isPrivate, title: `${leaf} ${text(c.value)}` };
 }
 
@@ -40,7 +40,7 @@ export const momiji: GameRenderer = {
         "div",
         { class: "player" },
         h("strong", {}, seatName(ctx, num(area.seat))),
-        pill(`🌰 ${num(area.acorns)}`),
+        pill(`acorns ${num(area.acorns)}`),
         pill(`${num(area.handSize)} in hand`),
         ...list(area.landscape).map((l) => pill(`${short(obj(l).power, "POWER_").replaceAll("_", " ")}${obj(l).used ? " (used)" : ""}`, "power")),
         h(

@@ -48,7 +48,7 @@ function board(ctx: TableContext): SVGElement {
     }
     layer.push(hex);
     if (tile.circled || terrain === "city") layer.push(svg("circle", { cx: x, cy: y, r: SIZE * 0.55, fill: "none", stroke: "#6b4a2b", "stroke-width": 2 }));
-    const label = terrain === "city" ? `🏠${(houses.get(num(tile.index)) ?? []).reduce((a, b) => a + b, 0)}` : num(tile.blocks) ? `▪${num(tile.blocks)}` : "";
+    const label = terrain === "city" ? `⌂${(houses.get(num(tile.index)) ?? []).reduce((a, b) => a + b, 0)}` : num(tile.blocks) ? `▪${num(tile.blocks)}` : "";
     if (label) layer.push(svg("text", { x, y: y + 4, "text-anchor": "middle", "font-size": 11, fill: "#1d2330" }, document.createTextNode(label)));
   }
   for (const s of list(v.sticks).map(obj)) {
