@@ -60,7 +60,6 @@ from tests.test_live_play import (
 from tests.test_matchmaking import (
     test_a_lone_player_gets_bots_after_the_wait,
     test_a_waiting_ticket_can_be_cancelled,
-    test_forty_players_at_once_make_twenty_matches_and_no_seat_twice,
     test_list_matches_pages_over_public_matches,
 )
 from tests.test_platform import (
@@ -97,7 +96,6 @@ RUN_ON_CLUSTER = (
     test_one_client_flooding_create_match_is_cut_off_at_its_limit,
     test_waiting_matches_per_client_are_capped_until_one_fills,
     test_join_match_has_a_budget_too,
-    test_forty_players_at_once_make_twenty_matches_and_no_seat_twice,
     test_a_lone_player_gets_bots_after_the_wait,
     test_a_waiting_ticket_can_be_cancelled,
     test_list_matches_pages_over_public_matches,
