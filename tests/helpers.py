@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from clients.game_client import GameClient
@@ -80,3 +83,19 @@ async def events_before(stream: Any, stop_version: int) -> list[Any]:
         seen.append(event)
     stream.cancel()
     return seen
+
+
+async def health_status(channel: grpc.aio.Channel, service: str) -> int:
+    """The gRPC health status a process reports for ``service`` ("" = overall)."""
+    reply = await health_pb2_grpc.HealthStub(channel).Check(
+        health_pb2.HealthCheckRequest(service=service), timeout=5
+    )
+    return int(reply.status)
+
+
+async def wait_until(check: Callable[[], Awaitable[bool]], what: str, timeout_s: float = 20.0) -> None:
+    """Poll ``check`` until it holds; fail naming ``what`` after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not await check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.2)

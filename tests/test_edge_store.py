@@ -3,35 +3,21 @@ deadline, and the service's health is NOT_SERVING until Redis answers again. Rea
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import time
 
 import grpc
 import redis.asyncio as aioredis
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, running_redis, wait_for_port
 from tests.conftest import TOKEN_SECRET
+from tests.helpers import health_status, wait_until
 from tests.test_processes import spawn
 
 HAPPY = "mogames.happymochi.v1.HappyMochi"
-
-
-async def _health(channel: grpc.aio.Channel, service: str) -> int:
-    reply = await health_pb2_grpc.HealthStub(channel).Check(
-        health_pb2.HealthCheckRequest(service=service), timeout=5
-    )
-    return int(reply.status)
-
-
-async def _until(check, what: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
 
 
 async def test_a_hung_redis_answers_unavailable_fast_and_turns_health_not_serving(tmp_path):
@@ -55,7 +41,7 @@ async def test_a_hung_redis_answers_unavailable_fast_and_turns_health_not_servin
             async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
                 client = GameClient(channel, "happy_mochi", timeout_s=30)
                 match = await client.create(2)
-                assert await _health(channel, "") == health_pb2.HealthCheckResponse.SERVING
+                assert await health_status(channel, "") == health_pb2.HealthCheckResponse.SERVING
 
                 os.kill(redis_pid, signal.SIGSTOP)
                 stopped = True
@@ -69,12 +55,12 @@ async def test_a_hung_redis_answers_unavailable_fast_and_turns_health_not_servin
                 assert time.monotonic() - started < 3.0
 
                 async def health_is(status: int) -> bool:
-                    return all([await _health(channel, name) == status for name in ("", HAPPY)])
+                    return all([await health_status(channel, name) == status for name in ("", HAPPY)])
 
-                await _until(lambda: health_is(health_pb2.HealthCheckResponse.NOT_SERVING), "NOT_SERVING")
+                await wait_until(lambda: health_is(health_pb2.HealthCheckResponse.NOT_SERVING), "NOT_SERVING")
                 os.kill(redis_pid, signal.SIGCONT)
                 stopped = False
-                await _until(lambda: health_is(health_pb2.HealthCheckResponse.SERVING), "SERVING again")
+                await wait_until(lambda: health_is(health_pb2.HealthCheckResponse.SERVING), "SERVING again")
                 assert (await client.match(match.match_id)).match_id == match.match_id
         finally:
             if stopped:

@@ -3,7 +3,6 @@ outage once, turns its overall health NOT_SERVING, and recovers by itself. Real 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
@@ -13,12 +12,13 @@ import time
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
 from tests.conftest import TOKEN_SECRET
+from tests.helpers import health_status, wait_until
 from tests.test_processes import spawn
 
 HAPPY = "mogames.happymochi.v1.HappyMochi"
@@ -34,20 +34,6 @@ def _service(game: str, port: int, redis_url: str, log: Path) -> subprocess.Pope
         "MOGAMES_LISTEN": f"127.0.0.1:{port}",
     }
     return spawn(["-m", "services", game], env, log)
-
-
-async def _status(channel: grpc.aio.Channel, service: str) -> int:
-    reply = await health_pb2_grpc.HealthStub(channel).Check(
-        health_pb2.HealthCheckRequest(service=service), timeout=5
-    )
-    return int(reply.status)
-
-
-async def _until(check, what: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
 
 
 def _log_events(path: Path) -> list[dict]:
@@ -76,9 +62,9 @@ async def test_all_replicas_down_answers_unavailable_fast_and_flips_overall_heal
             happy_client = GameClient(channel, "happy_mochi")
 
             async def overall_is(status: int) -> bool:
-                return await _status(channel, "") == status
+                return await health_status(channel, "") == status
 
-            await _until(lambda: overall_is(SERVING), "overall SERVING")
+            await wait_until(lambda: overall_is(SERVING), "overall SERVING")
             match = await happy_client.create(2)
 
             happy.send_signal(signal.SIGKILL)
@@ -115,15 +101,15 @@ async def test_all_replicas_down_answers_unavailable_fast_and_flips_overall_heal
             elapsed.append(time.monotonic() - started)
             assert max(elapsed) < 2.0, elapsed
 
-            await _until(lambda: overall_is(NOT_SERVING), "overall NOT_SERVING")
-            assert await _status(channel, HAPPY) == NOT_SERVING
-            assert await _status(channel, MORI) == SERVING
+            await wait_until(lambda: overall_is(NOT_SERVING), "overall NOT_SERVING")
+            assert await health_status(channel, HAPPY) == NOT_SERVING
+            assert await health_status(channel, MORI) == SERVING
             assert (await GameClient(channel, "mori").create(3)).match_id  # the other game goes on
 
             happy = _service("happy_mochi", happy_port, redis_url, tmp_path / "happy-again.log")
             processes.append(happy)
             wait_for_port(happy_port, 30)
-            await _until(lambda: overall_is(SERVING), "overall SERVING again")
+            await wait_until(lambda: overall_is(SERVING), "overall SERVING again")
 
             async def answers() -> bool:
                 try:
@@ -131,7 +117,7 @@ async def test_all_replicas_down_answers_unavailable_fast_and_flips_overall_heal
                 except grpc.aio.AioRpcError:
                     return False
 
-            await _until(answers, "the restarted replica answering")
+            await wait_until(answers, "the restarted replica answering")
     finally:
         for process in processes:
             if process.poll() is None:
