@@ -93,16 +93,14 @@ async def running_services(
     """Two replicas of every game (or of ``games``, with service settings changed by
     ``overrides``) and ``gateways`` gateways on loopback, using ``redis_url``."""
     servers = []
-    clients = []
     addresses: dict[str, list[str]] = {}
     for game in games or available_games():
         for _ in range(REPLICAS):
             settings = dataclasses.replace(service_settings(game, redis_url), **overrides)
-            server, _checker, client, port = await build_service(settings)
-            await server.start()
-            servers.append(server)
-            clients.append(client)
-            addresses.setdefault(game, []).append(f"127.0.0.1:{port}")
+            service = await build_service(settings)
+            await service.server.start()
+            servers.append(service)
+            addresses.setdefault(game, []).append(f"127.0.0.1:{service.port}")
     settings = GatewaySettings(
         listen="127.0.0.1:0",
         backends={game: tuple(a) for game, a in addresses.items()},
@@ -134,10 +132,8 @@ async def running_services(
             await gateway.stop(None)
         for pool in pools:
             await pool.close()
-        for server in servers:
-            await server.stop(None)
-        for client in clients:
-            await client.aclose()
+        for service in servers:
+            await service.stop(None)
 
 
 @pytest.fixture(scope="session")

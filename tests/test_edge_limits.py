@@ -33,12 +33,12 @@ async def limited_system(redis_url: str, **budgets: int) -> AsyncIterator[grpc.a
         service_settings("happy_mochi", redis_url), limits=limits, rate_window_s=WINDOW_S, **budgets
     )
     replicas = [await build_service(settings) for _ in range(2)]
-    for server, *_ in replicas:
-        await server.start()
+    for replica in replicas:
+        await replica.server.start()
     gateway, _checker, pools, port = await build_gateway(
         GatewaySettings(
             listen="127.0.0.1:0",
-            backends={"happy_mochi": tuple(f"127.0.0.1:{r[3]}" for r in replicas)},
+            backends={"happy_mochi": tuple(f"127.0.0.1:{r.port}" for r in replicas)},
             shutdown_grace_s=1,
             log_level="warning",
             limits=limits,
@@ -53,9 +53,8 @@ async def limited_system(redis_url: str, **budgets: int) -> AsyncIterator[grpc.a
         await gateway.stop(None)
         for pool in pools:
             await pool.close()
-        for server, _checker, client, _port in replicas:
-            await server.stop(None)
-            await client.aclose()
+        for replica in replicas:
+            await replica.stop(None)
 
 
 def _as(client_name: str) -> tuple[tuple[str, str]]:

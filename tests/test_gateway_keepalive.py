@@ -63,14 +63,12 @@ async def _default_policy_cuts_off() -> grpc.StatusCode:
 
 
 async def test_pinging_client_keeps_a_quiet_watch_through_the_gateway_for_two_minutes(redis_url):
-    service, _checker, client, service_port = await build_service(
-        _without_heartbeats(service_settings("happy_mochi", redis_url))
-    )
-    await service.start()
+    service = await build_service(_without_heartbeats(service_settings("happy_mochi", redis_url)))
+    await service.server.start()
     gateway, _checker, pools, gateway_port = await build_gateway(
         GatewaySettings(
             listen="127.0.0.1:0",
-            backends={"happy_mochi": (f"127.0.0.1:{service_port}",)},
+            backends={"happy_mochi": (f"127.0.0.1:{service.port}",)},
             shutdown_grace_s=1,
             log_level="warning",
         )
@@ -105,4 +103,3 @@ async def test_pinging_client_keeps_a_quiet_watch_through_the_gateway_for_two_mi
         for pool in pools:
             await pool.close()
         await service.stop(None)
-        await client.aclose()

@@ -59,9 +59,9 @@ async def test_a_lost_redis_is_unavailable_not_internal():
     from services.runtime.server import build
 
     with running_redis() as url:
-        server, _checker, client, port = await build(service_settings("happy_mochi", url))
-        await server.start()
-        channel = grpc.aio.insecure_channel(f"127.0.0.1:{port}")
+        service = await build(service_settings("happy_mochi", url))
+        await service.server.start()
+        channel = grpc.aio.insecure_channel(f"127.0.0.1:{service.port}")
         game = GameClient(channel, "happy_mochi")
         match = await game.create(2, seed=1)
     # The Redis server is gone now.
@@ -70,8 +70,7 @@ async def test_a_lost_redis_is_unavailable_not_internal():
     assert failed.value.code() == grpc.StatusCode.UNAVAILABLE
     assert "retry" in failed.value.details()
     await channel.close()
-    await server.stop(None)
-    await client.aclose()
+    await service.stop(None)
 
 
 async def test_client_seeds_can_be_refused(redis_url):

@@ -17,6 +17,7 @@ from clients.game_client import GameClient
 from deploy.redis_server import running_redis
 from services.catalog import rules_module
 from services.runtime import keys
+from services.runtime.lifecycle import Lifecycle
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore, StoredEvent
@@ -120,7 +121,7 @@ async def test_racing_replicas_and_one_dying_mid_way_fire_a_deadline_exactly_onc
             claims = await asyncio.gather(first.tick(), second.tick())
         assert sorted(claims) == [0, 1]
         # And each fires it once more by hand, as a replica would with a stale claim.
-        lease = int(time.time() * 1000)
+        lease = f"{int(time.time() * 1000)}.5"
         await asyncio.gather(first.fire(facts.match_id, lease), second.fire(facts.match_id, lease))
         events = await stream_events(clients[0], facts.match_id)
         assert kinds(events).count("timed_out") == 1
@@ -128,6 +129,44 @@ async def test_racing_replicas_and_one_dying_mid_way_fire_a_deadline_exactly_onc
         assert record is not None and record.version == 1
         for client in clients:
             await client.aclose()
+
+
+async def test_a_move_committed_while_the_scheduler_holds_the_match_is_not_lost():
+    # The scheduler claims the match and reads it just before a player's move lands; the
+    # move makes the bot's turn due (in 10 s: later than the lease). Settling from the
+    # stale read would put the entry back at the idle reaper's time and the bot would sit
+    # silent for the reaper's whole delay; the move's wake wins over that settle instead.
+    with running_redis() as url:
+        settings = dataclasses.replace(
+            service_settings(GAME, url), bot_think_ms=10_000, scheduler_lease_ms=1500, abandon_after_s=600
+        )
+        client = connect(url)
+        service = MatchService(rules_module(GAME), MatchStore(client), settings)
+        scheduler = Scheduler(service)
+        facts = await Lifecycle(service).create_match(2, 21, {}, {"bot_seats": [1]})
+        human = await service.join_match(facts.match_id, "ann")
+        for _ in range(30):  # a Happy Mochi turn may take a few moves: until one hands over
+            record = await service.store.load(facts.match_id)
+            assert record is not None
+            state = service.rules.State.from_dict(record.state)
+            assert state.active_seats() == [human.seat]  # nothing but idling is due
+            await client.zadd(keys.due(GAME), {facts.match_id: 0})
+            claimed, lease = await scheduler.claim()
+            assert claimed == [facts.match_id]
+            stale = await service.store.load(facts.match_id)
+            await service.submit_move(facts.match_id, human.token, state.legal_moves(human.seat)[0], None, "")
+            settled = await scheduler.due.settle(facts.match_id, lease, scheduler._next_due(stale))
+            fresh = await service.store.load(facts.match_id)
+            assert fresh is not None
+            if service.rules.State.from_dict(fresh.state).active_seats() == [1]:
+                break
+        else:
+            raise AssertionError("the bot's turn never came")
+        bot_due = service.seats(fresh).next_due_ms()
+        assert bot_due is not None and bot_due < (fresh.updated_at + 600) * 1000
+        assert not settled
+        assert await scheduler.due.score(facts.match_id) == bot_due
+        await client.aclose()
 
 
 async def test_repeated_timeouts_hand_both_seats_to_bots_that_finish_the_match(timed_cluster):

@@ -20,6 +20,7 @@ import structlog
 
 from services.engine import Event, GameInfo, MoveError, NotYourTurn, RuleViolation
 from services.runtime import auth, keys, metrics
+from services.runtime.due import DueSet
 from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from services.runtime.settings import ServiceSettings
 from services.runtime.store import MatchRecord, MatchStore, StoredEvent
@@ -124,6 +125,7 @@ class MatchService:
         self.settings = settings
         self.clock = clock
         self.hub = WatchHub(store, self.prompts)
+        self.due = DueSet(store.redis, self.game.name)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -275,7 +277,7 @@ class MatchService:
         # Own commands next to the match's write (other hash slots): the idle reaper's entry,
         # and the lobby's list. Both are hints checked against the record when used.
         idle_due_ms = int((record.updated_at + self.settings.abandon_after_s) * 1000)
-        await self.store.redis.zadd(keys.due(self.game.name), {record.match_id: idle_due_ms})
+        await self.due.add(record.match_id, idle_due_ms)
         if table.public:
             await self.store.redis.zadd(
                 keys.public_matches(self.game.name), {record.match_id: int(record.created_at * 1000)}
@@ -333,20 +335,23 @@ class MatchService:
             events += self.rules.State.from_dict(record.state).opening_events()
         return events
 
-    async def commit_events(self, record: MatchRecord, events: list[Event]) -> bool:
+    async def commit_events(self, record: MatchRecord, events: list[Event], wake: bool = True) -> bool:
         """Commit ``record`` as its caller changed it (seats, status, table) with ``events``
         appended to the current version: a join, a leave, a rejoin, a bot, an abandonment.
-        False when another write won the race (reload and decide again)."""
+        False when another write won the race (reload and decide again). The scheduler
+        passes ``wake=False``: it settles the match's due entry itself."""
         stored = [
             StoredEvent(record.version, record.event_seq + i + 1, e.to, e.body) for i, e in enumerate(events)
         ]
         record.event_seq += len(stored)
         record.updated_at = self.clock()
-        await self._clocks(record, None)
+        due = await self._clocks(record, None)
         result = await self.store.commit(record, stored, self._ttl(record))
         if result.outcome != "ok":
             return False
         record.rev = result.rev
+        if wake:
+            await self._wake(record, due)
         return True
 
     async def commit_server_move(
@@ -361,7 +366,8 @@ class MatchService:
         """Commit a move the server makes for ``seat`` (a bot's, or a timed-out decision's)
         through the same path as SubmitMove: ``lead`` events first, then the move's; with
         ``hand_to_bot`` a bot of that level plays the seat from then on. False when the
-        match moved on meanwhile (a player's move, another replica): nothing was written."""
+        match moved on meanwhile (a player's move, another replica): nothing was written.
+        Only the scheduler calls it, so it does not wake the match's due entry."""
         state = self.rules.State.from_dict(record.state)
         events = lead + state.apply(seat, move)
         if hand_to_bot:
@@ -377,14 +383,15 @@ class MatchService:
 
     async def _clocks(
         self, record: MatchRecord, mover: int | None, timed_out: bool = False, hand_to_bot: str = ""
-    ) -> None:
+    ) -> int | None:
         """Set the turn clocks and bot due times the commit of ``record`` leaves, on Redis's
-        clock, and make sure the scheduler looks at the match by the earliest of them."""
+        clock, and make sure the scheduler looks at the match by the earliest of them: its
+        due time (None when nothing but the idle reaper is due)."""
         seats = self.seats(record)
         if hand_to_bot and mover is not None:
             seats.seat_bot(mover, hand_to_bot)
         if not seats.scheduled:
-            return
+            return None
         active = _active_seats(self.rules.State.from_dict(record.state), record.status)
         now_ms = await self.redis_now_ms()
         think_ms = self.settings.bot_think_ms
@@ -393,7 +400,19 @@ class MatchService:
         if due is not None:
             # Before the commit, and only ever earlier (LT): if the commit then fails, the
             # scheduler merely looks too early and finds nothing due.
-            await self.store.redis.zadd(keys.due(self.game.name), {record.match_id: due}, lt=True)
+            await self.due.lower(record.match_id, due)
+        return due
+
+    async def _wake(self, record: MatchRecord, due: int | None) -> None:
+        """After a commit: the scheduler may have read the match just before it (and hold its
+        due entry), so the entry is woken with the commit's own due time."""
+        if due is None:
+            return
+        try:
+            await self.due.wake(record.match_id, due)
+        except Exception:
+            # Committed already; the entry lowered before the commit stands in for this one.
+            log.exception("due_wake_failed", version=record.version)
 
     def _ttl(self, record: MatchRecord) -> int:
         if record.status in (FINISHED, ABANDONED):
@@ -441,7 +460,7 @@ class MatchService:
                 raise _inactive_refusal(state, seat, move)
             events = state.apply(seat, move)
             stored = self._advance(record, state, events)
-            await self._clocks(record, seat)
+            due = await self._clocks(record, seat)
             active = _active_seats(state, record.status)
             first = MoveResult(
                 version=record.version,
@@ -459,6 +478,7 @@ class MatchService:
                 return self._replay(await self._load(match_id), seat, result.previous_answer)
             if result.outcome == "ok":
                 metrics.move_committed(self.game.name)
+                await self._wake(record, due)
                 await self._publish(record, seat, stored)
                 return first
             metrics.commit_conflict(self.game.name, retrying=expected_version is None)

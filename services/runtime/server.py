@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import dataclass
 
 import grpc
 import structlog
@@ -27,10 +28,29 @@ STORE_CHECK_S = 2.0
 _SERVING, _NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
 
 
-async def build(
-    settings: ServiceSettings,
-) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, RedisClient, int]:
-    """A ready-to-start server for ``settings.game``, and the port it bound."""
+@dataclass
+class GameService:
+    """A built game service: its gRPC server (not started), health, Redis client, bound port
+    and its running scheduler."""
+
+    server: grpc.aio.Server
+    checker: serving.health.aio.HealthServicer
+    client: RedisClient
+    port: int
+    scheduler: Scheduler
+
+    async def close(self) -> None:
+        """After the server stopped: the scheduler, then the Redis client."""
+        await self.scheduler.stop()
+        await self.client.aclose()
+
+    async def stop(self, grace_s: float | None = None) -> None:
+        await self.server.stop(grace_s)
+        await self.close()
+
+
+async def build(settings: ServiceSettings) -> GameService:
+    """A ready-to-start server for ``settings.game``; its scheduler already runs."""
     rules = rules_module(settings.game)
     client = metrics.instrument_redis(connect(settings.redis_url, settings.redis_password))
     await client.ping()
@@ -40,11 +60,12 @@ async def build(
     )
     service = MatchService(rules, MatchStore(client), settings)
     GameServicer(service, codec).add_to_server(server)
-    # Turn timers, server bots and the idle reaper; it ends with the process's event loop.
-    Scheduler(service).start()
+    # Turn timers, server bots and the idle reaper.
+    scheduler = Scheduler(service)
+    scheduler.start()
     checker = await serving.add_health_and_reflection(server, [rules.GAME.full_service])
     port = server.add_insecure_port(settings.listen)
-    return server, checker, client, port
+    return GameService(server, checker, client, port, scheduler)
 
 
 async def watch_store(
@@ -68,19 +89,22 @@ async def watch_store(
 
 
 async def main(settings: ServiceSettings) -> None:
-    server, checker, client, port = await build(settings)
+    built = await build(settings)
+    checker, client = built.checker, built.client
     if settings.metrics_listen:
         metrics.serve(settings.metrics_listen)
-    serving.log.info("game_service", game=settings.game, port=port, metrics=settings.metrics_listen or None)
+    serving.log.info(
+        "game_service", game=settings.game, port=built.port, metrics=settings.metrics_listen or None
+    )
     store_watch = asyncio.create_task(
         watch_store(checker, client, rules_module(settings.game).GAME.full_service, STORE_CHECK_S)
     )
 
     async def close() -> None:
         store_watch.cancel()
-        await client.aclose()
+        await built.close()
 
-    await serving.serve_until_signalled(server, checker, settings.shutdown_grace_s, close)
+    await serving.serve_until_signalled(built.server, checker, settings.shutdown_grace_s, close)
 
 
 def cli(argv: list[str]) -> None:

@@ -1,18 +1,12 @@
 """The scheduler every replica runs: fires turn deadlines, plays server bots, reaps idle
 matches.
 
-Each game has one sorted set (``keys.due``): member a live match, score when the server
-next has something to do for it (Unix ms on Redis's clock). Every commit that brings that
-time earlier lowers the score first (``ZADD LT``, in ``MatchService``); an entry that is
-too early is harmless, the scheduler just finds nothing due and puts it back.
-
-A tick claims the due entries in one Lua script that reads Redis's ``TIME`` and moves each
-claimed entry's score to now + lease: the lease. Until it runs out no other replica sees the
-entry as due, so one replica acts; if that replica dies mid-way, the entry becomes due again
-and another takes over. What it does is committed with the match's compare-and-set, and the
-record says what is due, so a second firing of the same deadline finds it already handled.
-Then it settles the entry: the next due time, or removed once the match is over, but only
-if the score is still its lease (a commit meanwhile may have lowered it).
+A tick claims the game's due entries (``services/runtime/due.py``): each is held by a lease
+until which no other replica sees it as due, so one replica acts; if that replica dies
+mid-way, the entry becomes due again and another takes over. What it does is committed with
+the match's compare-and-set, and the record says what is due, so a second firing of the same
+deadline finds it already handled. Then it settles the entry from the record it holds, which
+is fresh: its own commits do not wake the entry, everyone else's do.
 """
 
 from __future__ import annotations
@@ -20,12 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
 
 import structlog
 
 from services.engine import Event
-from services.runtime import keys
 from services.runtime.bots import bot_move, timeout_move
 from services.runtime.lifecycle import abandon
 from services.runtime.matches import IN_PROGRESS, WAITING, MatchService
@@ -34,39 +26,10 @@ from services.runtime.tables import POLICY_ABANDON
 
 log = structlog.get_logger("scheduler")
 
-# KEYS: the game's due set. ARGV: lease ms, most entries to claim.
-# Returns Redis's now (ms), then (match id, lease score) pairs.
-_CLAIM = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
-local lease = now + tonumber(ARGV[1])
-local out = {tostring(now)}
-for _, id in ipairs(due) do
-  redis.call('ZADD', KEYS[1], lease, id)
-  out[#out + 1] = id
-end
-out[#out + 1] = tostring(lease)
-return out
-"""
-
-# KEYS: the game's due set. ARGV: match id, the lease score, next due ms ('' = remove).
-_SETTLE = """
-local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not score or tonumber(score) ~= tonumber(ARGV[2]) then return 0 end
-if ARGV[3] == '' then redis.call('ZREM', KEYS[1], ARGV[1])
-else redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
-return 1
-"""
-
 CLAIM_BATCH = 50
 # Server moves in a row for one match within one claim (bots answering bots).
 MAX_STEPS_PER_CLAIM = 200
 RETRY_AFTER_ERROR_S = 1.0
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 class Scheduler:
@@ -76,10 +39,7 @@ class Scheduler:
     def __init__(self, service: MatchService) -> None:
         self.service = service
         self.settings = service.settings
-        redis = service.store.redis
-        self.due_key = keys.due(service.game.name)
-        self._claim = redis.register_script(_CLAIM)
-        self._settle = redis.register_script(_SETTLE)
+        self.due = service.due
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> asyncio.Task[None]:
@@ -107,17 +67,16 @@ class Scheduler:
             if claimed < CLAIM_BATCH:
                 await asyncio.sleep(self.settings.scheduler_tick_ms / 1000)
 
-    async def claim(self) -> tuple[list[str], int]:
-        """Take the lease of every due match (up to a batch): their ids and the lease score."""
-        reply = await self._claim(keys=[self.due_key], args=[self.settings.scheduler_lease_ms, CLAIM_BATCH])
-        return [_text(v) for v in reply[1:-1]], int(_text(reply[-1]))
+    async def claim(self) -> tuple[list[str], str]:
+        """Hold every due match (up to a batch): their ids and the lease score."""
+        return await self.due.claim(self.settings.scheduler_lease_ms, CLAIM_BATCH)
 
     async def tick(self) -> int:
         match_ids, lease = await self.claim()
         await asyncio.gather(*(self.fire(match_id, lease) for match_id in match_ids))
         return len(match_ids)
 
-    async def fire(self, match_id: str, lease: int) -> None:
+    async def fire(self, match_id: str, lease: str) -> None:
         """Do what is due for one claimed match, then settle its entry."""
         # Act only within the first half of the lease, so the settle lands before it ends.
         until = time.monotonic() + self.settings.scheduler_lease_ms / 2000
@@ -140,7 +99,7 @@ class Scheduler:
                 record = await self.service.store.load(match_id)
             if time.monotonic() > until:
                 break
-        await self._settle(keys=[self.due_key], args=[match_id, lease, self._next_due(record)])
+        await self.due.settle(match_id, lease, self._next_due(record))
 
     def _next_due(self, record: MatchRecord | None) -> str:
         if record is None or record.status not in (WAITING, IN_PROGRESS):
@@ -157,7 +116,7 @@ class Scheduler:
         service = self.service
         if (record.updated_at + self.settings.abandon_after_s) * 1000 <= now_ms:
             log.info("match_reaped", match_id=record.match_id)
-            return await service.commit_events(record, abandon(service, record, "idle"))
+            return await service.commit_events(record, abandon(service, record, "idle"), wake=False)
         if record.status != IN_PROGRESS:
             return None
         seats = service.seats(record)
@@ -175,7 +134,9 @@ class Scheduler:
         log.info("turn_timed_out", match_id=record.match_id, seat=seat, consecutive=consecutive)
         options = seats.options
         if consecutive >= options.max_timeouts and options.on_timeouts == POLICY_ABANDON:
-            return await service.commit_events(record, [timed_out, *abandon(service, record, "timeouts")])
+            return await service.commit_events(
+                record, [timed_out, *abandon(service, record, "timeouts")], wake=False
+            )
         hand_over = options.bot_level if consecutive >= options.max_timeouts else ""
         move = timeout_move(state, seat)
         return await service.commit_server_move(record, seat, move, [timed_out], True, hand_over)

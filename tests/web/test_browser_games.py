@@ -131,7 +131,11 @@ async def test_a_match_played_in_the_browser(
             last_progress, last_version = time.monotonic(), version
         if time.monotonic() - last_progress > STALL_S:
             await creator.page.screenshot(path=ARTIFACTS / f"{setup.game}-stalled.png", full_page=True)
-            raise AssertionError(f"{setup.game}: no move for {STALL_S} s at version {version}")
+            served = await web_stack.cluster.client(setup.game).match(match_id)
+            raise AssertionError(
+                f"{setup.game}: no move for {STALL_S} s at version {version} on the page; the server "
+                f"has version {served.version}, active seats {list(served.active_seats)}"
+            )
         for tab in tabs:
             moves = await tab.moves()
             if not moves:
