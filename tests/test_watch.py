@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from typing import Any
 
 import grpc
 
@@ -199,6 +200,14 @@ async def wait_until(condition, timeout_s: float = 20.0) -> None:
     raise AssertionError("timed out")
 
 
+def _all_watching(service: MatchService, firsts: list[asyncio.Task[Any]], opened: int) -> bool:
+    """Whether the hub serves all ``opened`` watches; a watch that failed to open says why."""
+    for first in firsts:
+        if first.done() and not first.cancelled() and first.exception() is not None:
+            raise AssertionError(f"a watch failed to open: {first.exception()!r}")
+    return service.hub.watched_matches() == opened
+
+
 async def test_two_thousand_watched_matches_on_one_replica_deliver_a_move_at_once(redis_url):
     # No heartbeat in between: the first item each stream yields is its first event.
     settings = dataclasses.replace(service_settings(GAME, redis_url), heartbeat_s=600)
@@ -213,7 +222,7 @@ async def test_two_thousand_watched_matches_on_one_replica_deliver_a_move_at_onc
             streams.append(watching.watch(match_id, None, 0, 0))
             firsts.append(asyncio.create_task(anext(streams[-1])))
             if n % 25 == 24:  # open in batches, as clients arrive, not 2,000 loads at once
-                await wait_until(lambda n=n: watching.hub.watched_matches() == n + 1)
+                await wait_until(lambda n=n: _all_watching(watching, firsts, n + 1), timeout_s=60)
         assert watching.hub.watched_matches() == 2000
         await asyncio.sleep(1.0)  # every subscription confirmed and read
         legal, version = await moving.legal_moves(played.match_id, tokens[0])
