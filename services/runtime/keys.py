@@ -22,6 +22,12 @@ def request(match_id: str, seat: int, request_id: str) -> str:
     return f"{PREFIX}:{{{match_id}}}:req:{seat}:{request_id}"
 
 
+def internal_request(match_id: str, seat: int, request_id: str) -> str:
+    """The recorded answer to one ``SubmitMove`` sent without a request id, under the id the
+    server gave it for the call's own commit attempts (apart from the clients' ids)."""
+    return f"{PREFIX}:{{{match_id}}}:ireq:{seat}:{request_id}"
+
+
 def game_moves(game: str) -> str:
     """Capped stream of every accepted move of one game, for downstream consumers."""
     return f"{PREFIX}:game:{game}:moves"

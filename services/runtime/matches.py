@@ -23,7 +23,8 @@ from services.runtime import auth, keys, metrics
 from services.runtime.due import DueSet
 from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from services.runtime.settings import ServiceSettings
-from services.runtime.store import MatchRecord, MatchStore, StoredEvent
+from services.runtime.state_cache import StateCache
+from services.runtime.store import FeedEntry, MatchRecord, MatchStore, StoredEvent
 from services.runtime.tables import Seats, TableOptions, new_lifecycle
 from services.runtime.watch_hub import WatchHub
 
@@ -37,6 +38,9 @@ MAX_REQUEST_ID = 128
 # Commit attempts when other writers keep winning the race and the client set no
 # expected_version; past this the client gets ABORTED and may retry.
 MAX_COMMIT_ATTEMPTS = 20
+# How long the answer to a move sent without a request id is kept under the id the server
+# gave it: only as long as the call itself may re-send its commit (redis-py's Retry).
+INTERNAL_REQUEST_TTL_S = 60
 # The last event of every match (an abandonment too ends with it).
 FINAL_EVENT = "match_ended"
 
@@ -124,7 +128,9 @@ class MatchService:
         self.store = store
         self.settings = settings
         self.clock = clock
-        self.hub = WatchHub(store, self.prompts)
+        # Decoded states of the matches this replica served (services/runtime/state_cache.py).
+        self.cache = StateCache()
+        self.hub = WatchHub(store, self.prompts, self.cached_record)
         self.due = DueSet(store.redis, self.game.name)
 
     # -- reading ---------------------------------------------------------------------
@@ -156,7 +162,7 @@ class MatchService:
 
     def facts(self, record: MatchRecord) -> MatchFacts:
         status = self._status(record)
-        state = self.rules.State.from_dict(record.state)
+        state = self.state_of(record)
         over = status == FINISHED
         seats = self.seats(record)
         return MatchFacts(
@@ -176,6 +182,34 @@ class MatchService:
 
     def seats(self, record: MatchRecord) -> Seats:
         return Seats(record.table, record.lifecycle, record.players, record.match_id)
+
+    def state_of(self, record: MatchRecord) -> Any:
+        """The engine state of ``record``, to read only: the cached one when it is of the same
+        rev, else decoded (and kept when ``record`` is what the cache would hold)."""
+        cached = self.cache.peek(record.match_id, record.rev)
+        if cached is not None:
+            return cached.state
+        return self.rules.State.from_dict(record.state)
+
+    def cached_record(self, match_id: str, rev: int) -> MatchRecord | None:
+        """The record of ``match_id`` at ``rev`` if this replica holds it decoded (to read only)."""
+        cached = self.cache.peek(match_id, rev)
+        return None if cached is None else cached.record
+
+    def remember(self, record: MatchRecord) -> None:
+        """Keep a record just read from the store (and never changed by its reader) decoded."""
+        if self.cache.peek(record.match_id, record.rev) is None:
+            self.cache.put(record, self.rules.State.from_dict(record.state))
+
+    async def _current(self, match_id: str) -> MatchRecord:
+        """The match as stored now, to read only: the cached record when Redis's rev is still
+        the cached one (a cheap read of one field), else read whole and kept decoded."""
+        cached = self.cache.peek(match_id)
+        if cached is not None and await self.store.rev(match_id) == cached.rev:
+            return cached.record
+        record = await self._load(match_id)
+        self.remember(record)
+        return record
 
     async def load_record(self, match_id: str) -> MatchRecord:
         return await self._load(match_id)
@@ -202,7 +236,7 @@ class MatchService:
         return int(seconds) * 1000 + int(micros) // 1000
 
     async def get_match(self, match_id: str) -> MatchFacts:
-        return self.facts(await self._load(match_id))
+        return self.facts(await self._current(match_id))
 
     async def get_view(
         self, match_id: str, token: str | None
@@ -211,7 +245,7 @@ class MatchService:
         grant, record = await self._admit(match_id, token)
         seat = None if grant is None else grant.seat
         seats = self.seats(record)
-        state = self.rules.State.from_dict(record.state)
+        state = self.state_of(record)
         status = self._status(record)
         view = state.view(seat)
         view["clocks"] = seats.clocks() if status == IN_PROGRESS else []  # View.clocks, platform-filled
@@ -220,7 +254,7 @@ class MatchService:
     async def _admit(self, match_id: str, token: str | None) -> tuple[auth.SeatGrant | None, MatchRecord]:
         """The caller's seat grant (None for a spectator, when admitted) and the match."""
         grant = None if token is None else self.grant(token, match_id)
-        record = await self._load(match_id)
+        record = await self._current(match_id)
         if grant is not None:
             self.seats(record).check_current(grant)
         elif not self.settings.spectators or self.seats(record).options.no_spectators:
@@ -233,11 +267,11 @@ class MatchService:
     async def legal_moves(self, match_id: str, token: str | None) -> tuple[list[dict[str, Any]], int]:
         grant = self.grant(token, match_id)
         seat = grant.seat
-        record = await self._load(match_id)
+        record = await self._current(match_id)
         self.seats(record).check_current(grant)
         if self._status(record) != IN_PROGRESS:
             return [], record.version
-        return self.rules.State.from_dict(record.state).legal_moves(seat), record.version
+        return self.state_of(record).legal_moves(seat), record.version
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -350,6 +384,7 @@ class MatchService:
         if result.outcome != "ok":
             return False
         record.rev = result.rev
+        self.cache.evict(record.match_id)
         if wake:
             await self._wake(record, due)
         return True
@@ -373,16 +408,22 @@ class MatchService:
         if hand_to_bot:
             events.append(Event({"bot_seated": {"seat": seat, "level": hand_to_bot, "reason": "timeouts"}}))
         stored = self._advance(record, state, events)
-        await self._clocks(record, seat, timed_out, hand_to_bot)
-        result = await self.store.commit(record, stored, self._ttl(record))
+        await self._clocks(record, seat, timed_out, hand_to_bot, state)
+        feed = self._feed(record, seat, stored)
+        result = await self.store.commit(record, stored, self._ttl(record), feed=feed)
         if result.outcome != "ok":
             return False
         record.rev = result.rev
-        await self._publish(record, seat, stored)
+        self.cache.evict(record.match_id)
         return True
 
     async def _clocks(
-        self, record: MatchRecord, mover: int | None, timed_out: bool = False, hand_to_bot: str = ""
+        self,
+        record: MatchRecord,
+        mover: int | None,
+        timed_out: bool = False,
+        hand_to_bot: str = "",
+        state: Any = None,
     ) -> int | None:
         """Set the turn clocks and bot due times the commit of ``record`` leaves, on Redis's
         clock, and make sure the scheduler looks at the match by the earliest of them: its
@@ -392,7 +433,9 @@ class MatchService:
             seats.seat_bot(mover, hand_to_bot)
         if not seats.scheduled:
             return None
-        active = _active_seats(self.rules.State.from_dict(record.state), record.status)
+        # Not the cache's: ``record`` may hold a new state under its old rev here.
+        decoded = self.rules.State.from_dict(record.state) if state is None else state
+        active = _active_seats(decoded, record.status)
         now_ms = await self.redis_now_ms()
         think_ms = self.settings.bot_think_ms
         seats.after_change(active, None if hand_to_bot else mover, now_ms, think_ms, timed_out)
@@ -435,32 +478,32 @@ class MatchService:
             raise InvalidArgument(f"request_id: at most {MAX_REQUEST_ID} characters", field="request_id")
         grant = self.grant(token, match_id)
         seat = grant.seat
-        request_key = keys.request(match_id, seat, request_id) if request_id else None
+        if request_id:
+            request_key, request_ttl_s = (
+                keys.request(match_id, seat, request_id),
+                self.settings.finished_ttl_s,
+            )
+        else:
+            # An id of the server's own: redis-py re-sends the commit script after a broken
+            # connection, and the first one may have run; the re-sent one then answers
+            # "duplicate" instead of conflicting and having this loop apply the move again.
+            request_key = keys.internal_request(match_id, seat, secrets.token_hex(8))
+            request_ttl_s = INTERNAL_REQUEST_TTL_S
         for _ in range(MAX_COMMIT_ATTEMPTS):
-            record, answer = await self._load_for_request(match_id, request_key)
-            self.seats(record).check_current(grant)
-            if answer:
-                return self._replay(record, seat, answer)
-            # Stale before illegal: a client that pinned an old version must re-read first,
-            # whatever the move would meet now.
-            if expected_version is not None and expected_version != record.version:
-                raise Aborted(
-                    f"expected_version: match is at version {record.version}, not {expected_version}",
-                    field="expected_version",
-                )
-            status = self._status(record)
-            if status == WAITING:
-                raise FailedPrecondition(
-                    "match_not_started: waiting for players to join", reason="match_not_started"
-                )
-            if status != IN_PROGRESS:
-                raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
-            state = self.rules.State.from_dict(record.state)
-            if seat not in state.active_seats():
-                raise _inactive_refusal(state, seat, move)
-            events = state.apply(seat, move)
+            attempt = self._attempt_cached(match_id, grant, move, expected_version)
+            if attempt is None:
+                # Read (with the recorded answer of a client's request id) and decide on the
+                # match as stored; a refusal here is final.
+                record, answer = await self._load_for_request(match_id, request_key if request_id else None)
+                self.seats(record).check_current(grant)
+                if answer:
+                    return self._replay(record, seat, answer)
+                state = self.rules.State.from_dict(record.state)
+                events = self._decide(record, state, seat, move, expected_version)
+            else:
+                record, state, events = attempt
             stored = self._advance(record, state, events)
-            due = await self._clocks(record, seat)
+            due = await self._clocks(record, seat, state=state)
             active = _active_seats(state, record.status)
             first = MoveResult(
                 version=record.version,
@@ -470,16 +513,24 @@ class MatchService:
                 next_moves=state.legal_moves(seat) if seat in active else [],
             )
             result = await self.store.commit(
-                record, stored, self._ttl(record), request_key, first.answer(), self.settings.finished_ttl_s
+                record,
+                stored,
+                self._ttl(record),
+                request_key,
+                first.answer(),
+                request_ttl_s,
+                self._feed(record, seat, stored),
             )
             if result.outcome == "duplicate":
                 # The same request won a race with itself: answer as the first one did, from
                 # the stored match (``record`` holds this attempt's uncommitted state).
                 return self._replay(await self._load(match_id), seat, result.previous_answer)
             if result.outcome == "ok":
+                record.rev = result.rev
+                self.cache.put(record, state)
                 metrics.move_committed(self.game.name)
                 await self._wake(record, due)
-                await self._publish(record, seat, stored)
+                log.debug("move_committed", version=record.version, status=record.status)
                 return first
             metrics.commit_conflict(self.game.name, retrying=expected_version is None)
             if expected_version is not None:
@@ -488,6 +539,46 @@ class MatchService:
                     field="expected_version",
                 )
         raise Aborted("contention: too many concurrent moves on this match, retry", reason="contention")
+
+    def _attempt_cached(
+        self, match_id: str, grant: auth.SeatGrant, move: dict[str, Any], expected_version: int | None
+    ) -> tuple[MatchRecord, Any, list[Event]] | None:
+        """The move decided and applied on this replica's cached state of the match, taken out
+        of the cache (its commit puts it back); None when there is none, or when the cached
+        state refuses the move: the cache may be stale, so only the stored match may refuse."""
+        cached = self.cache.take(match_id)
+        if cached is None:
+            return None
+        record, state = cached.record, cached.state
+        try:
+            self.seats(record).check_current(grant)
+            return record, state, self._decide(record, state, grant.seat, move, expected_version)
+        except Exception:
+            # The engine may have changed the state before refusing: it is dropped.
+            return None
+
+    def _decide(
+        self, record: MatchRecord, state: Any, seat: int, move: dict[str, Any], expected_version: int | None
+    ) -> list[Event]:
+        """The move's events, applied to ``state``; raises the refusal the match demands."""
+        # Stale before illegal: a client that pinned an old version must re-read first,
+        # whatever the move would meet now.
+        if expected_version is not None and expected_version != record.version:
+            raise Aborted(
+                f"expected_version: match is at version {record.version}, not {expected_version}",
+                field="expected_version",
+            )
+        status = self._status(record)
+        if status == WAITING:
+            raise FailedPrecondition(
+                "match_not_started: waiting for players to join", reason="match_not_started"
+            )
+        if status != IN_PROGRESS:
+            raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
+        if seat not in state.active_seats():
+            raise _inactive_refusal(state, seat, move)
+        events: list[Event] = state.apply(seat, move)
+        return events
 
     def _advance(self, record: MatchRecord, state: Any, events: list[Event]) -> list[StoredEvent]:
         """Move ``record`` to the next version holding ``state``; the events to store."""
@@ -510,16 +601,16 @@ class MatchService:
         events = [StoredEvent(version, int(seq), None, body) for seq, body in first["events"]]
         next_moves: list[dict[str, Any]] = []
         if self._status(record) == IN_PROGRESS:
-            state = self.rules.State.from_dict(record.state)
+            state = self.state_of(record)
             if seat in state.active_seats():
                 next_moves = state.legal_moves(seat)
         return MoveResult(version, events, list(first["active_seats"]), str(first["status"]), next_moves)
 
-    async def _publish(self, record: MatchRecord, seat: int, events: list[StoredEvent]) -> None:
-        # After the commit, outside the match's hash slot: this feed is for downstream
-        # consumers; the match stream (written atomically above) is the source of truth.
-        # It carries what a spectator may see, never the move itself: a sealed bid, a
-        # prediction or a deck order is a move, and its public events tell only what may be told.
+    def _feed(self, record: MatchRecord, seat: int, events: list[StoredEvent]) -> FeedEntry:
+        """The move's entry in the per-game feed for downstream consumers (the match stream,
+        written by the same commit, is the source of truth). It carries what a spectator may
+        see, never the move itself: a sealed bid, a prediction or a deck order is a move, and
+        its public events tell only what may be told."""
         public = [e.body for e in events if e.to is None]
         fields = {
             "match_id": record.match_id,
@@ -527,13 +618,7 @@ class MatchService:
             "seat": seat,
             "events": json.dumps(public, separators=(",", ":")),
         }
-        try:
-            await self.store.publish_game_move(self.game.name, fields, self.settings.game_stream_maxlen)
-        except Exception:
-            # The move is committed: failing its answer now (a feed node failing over) would
-            # only make the client retry a move that is already in; the feed misses it.
-            log.exception("game_feed_append_failed", version=record.version)
-        log.debug("move_committed", version=record.version, status=record.status)
+        return FeedEntry(keys.game_moves(self.game.name), fields, self.settings.game_stream_maxlen)
 
     # -- watching --------------------------------------------------------------------
 
@@ -570,7 +655,8 @@ class MatchService:
         its turn clock when the match has a timer."""
         if self._status(record) != IN_PROGRESS:
             return {}
-        state = self.rules.State.from_dict(record.state)
+        self.remember(record)
+        state = self.state_of(record)
         deciding = set(seats) & set(state.active_seats())
         clocks = {clock["seat"]: clock for clock in self.seats(record).clocks()}
         prompts = {}

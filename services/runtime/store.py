@@ -8,17 +8,29 @@ both commit against the same revision.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+
+import redis.asyncio as aioredis
+import structlog
 
 from services.runtime import keys
 from services.runtime.redis_client import RedisClient
 
-# KEYS: match hash, events stream, request record, notify channel (same hash tag).
+log = structlog.get_logger("store")
+
+# A record this process already holds decoded, by match id and rev (to read only), if any.
+KnownRecord = Callable[[str, int], "MatchRecord | None"]
+
+# KEYS: match hash, events stream, request record, notify channel (same hash tag), and
+#       the per-game move feed (another slot: given on a single Redis only).
 # ARGV: expected rev, new doc, ttl seconds, request value ('' = no request id),
-#       request ttl, new version, then event id / payload pairs.
+#       request ttl, new version, feed maxlen, feed entry (JSON list of field, value pairs;
+#       '' = none), then event id / payload pairs.
 # The PUBLISH wakes the watch hubs; a hub that misses it (reconnecting) re-reads the
 # stream, which stays the source of truth.
 _COMMIT = """
@@ -30,13 +42,16 @@ local rev = redis.call('HGET', KEYS[1], 'rev')
 if rev ~= ARGV[1] then return {'conflict', rev or ''} end
 local new_rev = tonumber(rev) + 1
 redis.call('HSET', KEYS[1], 'rev', new_rev, 'doc', ARGV[2])
-for i = 7, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   redis.call('XADD', KEYS[2], ARGV[i], 'e', ARGV[i + 1])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('EXPIRE', KEYS[2], ARGV[3]) end
 if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
-if #ARGV >= 7 then redis.call('PUBLISH', KEYS[4], ARGV[6]) end
+if #ARGV >= 9 then redis.call('PUBLISH', KEYS[4], ARGV[6]) end
+if ARGV[8] ~= '' and KEYS[5] then
+  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', unpack(cjson.decode(ARGV[8])))
+end
 return {'ok', tostring(new_rev)}
 """
 
@@ -101,6 +116,15 @@ class StoredEvent:
 
 
 @dataclass(frozen=True)
+class FeedEntry:
+    """An entry for a per-game move feed (``keys.game_moves``), capped near ``maxlen``."""
+
+    key: str
+    fields: dict[Any, Any]
+    maxlen: int
+
+
+@dataclass(frozen=True)
 class CommitResult:
     outcome: str  # "ok", "conflict" or "duplicate"
     rev: int = 0
@@ -111,6 +135,11 @@ class MatchStore:
     def __init__(self, client: RedisClient) -> None:
         self.redis = client
         self._commit = client.register_script(_COMMIT)
+        # One Redis: the feed entry goes in the commit script (one round trip). A cluster
+        # keeps the feed in another slot, so it is appended after the commit, off the
+        # answer's path.
+        self._feed_in_commit = not isinstance(client, aioredis.RedisCluster)
+        self._feed_tasks: set[asyncio.Task[None]] = set()
 
     async def create(self, record: MatchRecord, ttl_s: int) -> None:
         key = keys.match(record.match_id)
@@ -118,6 +147,11 @@ class MatchStore:
             pipe.hset(key, mapping={"rev": 0, "doc": record.to_json()})
             pipe.expire(key, ttl_s)
             await pipe.execute()
+
+    async def rev(self, match_id: str) -> int | None:
+        """The match's current rev (None: no such match): one small field, no document."""
+        rev = await self.redis.hget(keys.match(match_id), "rev")
+        return None if rev is None else int(rev)
 
     async def load(self, match_id: str) -> MatchRecord | None:
         rev, doc = await self.redis.hmget(keys.match(match_id), ["rev", "doc"])
@@ -144,9 +178,13 @@ class MatchStore:
         request_key: str | None = None,
         request_answer: str = "",
         request_ttl_s: int = 0,
+        feed: FeedEntry | None = None,
     ) -> CommitResult:
-        """Write ``record`` if nobody wrote since it was loaded (its ``rev``)."""
+        """Write ``record`` if nobody wrote since it was loaded (its ``rev``), and once it is
+        written, append ``feed`` to its per-game feed."""
         match_id = record.match_id
+        in_commit = feed is not None and self._feed_in_commit
+        feed_fields = [str(v) for pair in feed.fields.items() for v in pair] if feed is not None else []
         argv: list[Any] = [
             record.rev,
             record.to_json(),
@@ -154,25 +192,47 @@ class MatchStore:
             request_answer if request_key else "",
             max(request_ttl_s, 1),
             record.version,
+            feed.maxlen if feed is not None else 0,
+            json.dumps(feed_fields, separators=(",", ":")) if in_commit else "",
         ]
         for event in events:
             argv += [event.stream_id, event.payload()]
         request = request_key or keys.request(match_id, 0, "-")
         script_keys = [keys.match(match_id), keys.events(match_id), request, keys.notify(match_id)]
+        if in_commit:
+            assert feed is not None
+            script_keys.append(feed.key)
         result = await self._commit(keys=script_keys, args=argv)
         outcome = result[0].decode() if isinstance(result[0], bytes) else result[0]
         value = result[1].decode() if isinstance(result[1], bytes) else result[1]
         if outcome == "ok":
+            if feed is not None and not in_commit:
+                self._append_later(feed, record.version)
             return CommitResult("ok", rev=int(value))
         if outcome == "duplicate":
             return CommitResult("duplicate", previous_answer=value)
         return CommitResult("conflict")
 
+    def _append_later(self, feed: FeedEntry, version: int) -> None:
+        """Append a committed move's feed entry without holding its answer for it."""
+
+        async def append() -> None:
+            try:
+                await self.redis.xadd(feed.key, feed.fields, maxlen=feed.maxlen, approximate=True)
+            except Exception:
+                # The move is committed: the feed misses it (a feed node failing over).
+                log.exception("game_feed_append_failed", version=version)
+
+        task = asyncio.create_task(append())
+        self._feed_tasks.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._feed_tasks.discard)
+
     async def events_after(
-        self, match_id: str, after: tuple[int, int], with_record: bool
+        self, match_id: str, after: tuple[int, int], with_record: bool, known: KnownRecord | None = None
     ) -> tuple[list[StoredEvent], MatchRecord | None]:
         """Events strictly after stream position ``after`` and, when asked, the match as it
-        is once they are read (read second, so it is at least as new as the last event)."""
+        is once they are read (read second, so it is at least as new as the last event);
+        ``known`` may give that record at its rev instead of decoding the document."""
         start = f"({after[0]}-{after[1]}"
         if not with_record:
             entries: Any = await self.redis.xrange(keys.events(match_id), start, "+")
@@ -181,8 +241,8 @@ class MatchStore:
             pipe.xrange(keys.events(match_id), start, "+")
             pipe.hmget(keys.match(match_id), ["rev", "doc"])
             entries, (rev, doc) = await pipe.execute()
-        record = None if doc is None or rev is None else MatchRecord.from_json(doc, int(rev))
+        record = None
+        if doc is not None and rev is not None:
+            record = known(match_id, int(rev)) if known is not None else None
+            record = record or MatchRecord.from_json(doc, int(rev))
         return [StoredEvent.from_entry(i, f) for i, f in entries], record
-
-    async def publish_game_move(self, game: str, fields: dict[Any, Any], maxlen: int) -> None:
-        await self.redis.xadd(keys.game_moves(game), fields, maxlen=maxlen, approximate=True)

@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 
 from services.runtime import keys, redis_client
-from services.runtime.store import MatchRecord, MatchStore, StoredEvent
+from services.runtime.store import KnownRecord, MatchRecord, MatchStore, StoredEvent
 
 log = structlog.get_logger("watch_hub")
 
@@ -62,9 +62,14 @@ class _Match:
 
 
 class WatchHub:
-    def __init__(self, store: MatchStore, make_prompts: PromptMaker) -> None:
+    def __init__(
+        self, store: MatchStore, make_prompts: PromptMaker, known: KnownRecord | None = None
+    ) -> None:
         self.store = store
         self._make_prompts = make_prompts
+        # The replica's decoded records (services/runtime/state_cache.py): a read after this
+        # replica's own commit decodes nothing.
+        self._known = known
         self._matches: dict[str, _Match] = {}
         # Subscribe/unsubscribe commands, sent in order by one task.
         self._commands: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
@@ -207,7 +212,7 @@ class WatchHub:
             return
         lowest = min(w.cursor for w in watchers)
         any_seat = any(w.seat is not None for w in watchers)
-        events, record = await self.store.events_after(match_id, lowest, with_record=any_seat)
+        events, record = await self.store.events_after(match_id, lowest, any_seat, self._known)
         for watcher in watchers:
             for event in events:
                 position = (event.version, event.seq)
