@@ -14,7 +14,10 @@ redirections itself and, on a failover, re-reads the topology and retries a few 
 
 from __future__ import annotations
 
+import asyncio
 import random
+import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -37,6 +40,10 @@ CONNECT_TIMEOUT_S = 1.0
 # Watchers used to hold a connection each; the watch hub needs only one, but a busy
 # replica still runs many calls at once.
 MAX_CONNECTIONS = 512
+# A burst (2,000 watches opening at once) opens as many connections as it runs commands at
+# once; those left idle this long are closed, all but the few most recently used.
+IDLE_CLOSE_S = 5.0
+KEEP_IDLE = 2
 
 
 class RedisUrlError(ValueError):
@@ -88,6 +95,51 @@ def parse_cluster_url(url: str) -> ClusterTarget:
     )
 
 
+class IdleClosingPool(ConnectionPool):
+    """A connection pool that closes the connections a burst left idle (redis-py keeps
+    every connection it ever opened). The pool hands out the most recently released
+    connection first, so under steady load the same few stay busy and the rest go idle."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._released_at: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+        self._closer: asyncio.Task[None] | None = None
+
+    async def release(self, connection: Any) -> None:
+        await super().release(connection)
+        self._released_at[connection] = time.monotonic()
+        if len(self._available_connections) > KEEP_IDLE and (self._closer is None or self._closer.done()):
+            # The task holds the pool weakly: a pool nobody uses any more is not kept alive.
+            self._closer = asyncio.get_running_loop().create_task(_close_idle_loop(weakref.ref(self)))
+
+    async def close_idle(self) -> bool:
+        """Close the idle connections; whether more than KEEP_IDLE stay open."""
+        now = time.monotonic()
+        async with self._lock:
+            spare = self._available_connections[: max(0, len(self._available_connections) - KEEP_IDLE)]
+            idle = [c for c in spare if now - self._released_at.get(c, now) >= IDLE_CLOSE_S]
+            for connection in idle:
+                self._available_connections.remove(connection)
+            left = len(self._available_connections)
+        for connection in idle:
+            await connection.disconnect()
+        return left > KEEP_IDLE
+
+    async def disconnect(self, inuse_connections: bool = True) -> None:
+        if self._closer is not None:
+            self._closer.cancel()
+        await super().disconnect(inuse_connections)
+
+
+async def _close_idle_loop(pool_ref: weakref.ref[IdleClosingPool]) -> None:
+    while True:
+        await asyncio.sleep(IDLE_CLOSE_S / 2)
+        pool = pool_ref()
+        if pool is None or not await pool.close_idle():
+            return
+        del pool  # not held while asleep
+
+
 def _retry(attempts: int) -> Retry:
     # Only connection errors: a command whose reply timed out may have run, and a Lua
     # commit is made safe to repeat by its request id, not by the client.
@@ -113,7 +165,8 @@ def connect(
     if not is_cluster_url(url):
         if password and not urlsplit(url).password:
             common["password"] = password
-        return aioredis.Redis.from_url(url, retry=_retry(2), health_check_interval=30, **common)
+        pool = IdleClosingPool.from_url(url, retry=_retry(2), health_check_interval=30, **common)
+        return aioredis.Redis.from_pool(pool)
     target = parse_cluster_url(url)
     return aioredis.RedisCluster(
         startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],

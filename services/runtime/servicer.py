@@ -7,6 +7,7 @@ binds these methods by name. Errors are mapped to status codes by the intercepto
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -71,8 +72,13 @@ class GameServicer:
         """End ``events`` (and so its watch subscription) when the call ends, however it ends.
 
         When a client goes away, the call's task may be waiting for the next event (cancel
-        it) or the generator may be parked at a yield that is never resumed (close it)."""
-        handler = asyncio.current_task()
+        it) or the generator may be parked at a yield that is never resumed (close it).
+
+        The callback holds the call's task weakly: the task holds the context, the context
+        its callbacks, and a strong reference would make every watch a reference cycle,
+        kept (with its memory) until a full garbage collection."""
+        current = asyncio.current_task()
+        handler_ref = None if current is None else weakref.ref(current)
 
         def close(_: object = None) -> None:
             closing = asyncio.ensure_future(events.aclose())
@@ -80,6 +86,7 @@ class GameServicer:
             closing.add_done_callback(self._closing.discard)
 
         def on_call_done(_: object) -> None:
+            handler = None if handler_ref is None else handler_ref()
             if handler is None or handler.done():
                 close()
             else:
