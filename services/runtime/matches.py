@@ -38,9 +38,10 @@ MAX_REQUEST_ID = 128
 # Commit attempts when other writers keep winning the race and the client set no
 # expected_version; past this the client gets ABORTED and may retry.
 MAX_COMMIT_ATTEMPTS = 20
-# How long the answer to a move sent without a request id is kept under the id the server
-# gave it: only as long as the call itself may re-send its commit (redis-py's Retry).
-INTERNAL_REQUEST_TTL_S = 60
+# How long a move sent without a request id is remembered under the id the server gave it:
+# longer than the call itself may go on re-sending its commit (redis-py's Retry: a few
+# attempts, each within the socket timeout, services/runtime/redis_client.py).
+INTERNAL_REQUEST_TTL_S = 30
 # The last event of every match (an abandonment too ends with it).
 FINAL_EVENT = "match_ended"
 
@@ -517,21 +518,20 @@ class MatchService:
                 stored,
                 self._ttl(record),
                 request_key,
-                first.answer(),
+                first.answer() if request_id else "1",
                 request_ttl_s,
                 self._feed(record, seat, stored),
             )
+            if result.outcome == "duplicate" and not request_id:
+                # This attempt's own commit, re-sent after its reply was lost: it is in, and
+                # its compare-and-set made the next rev.
+                return await self._committed(record, state, due, first, record.rev + 1)
             if result.outcome == "duplicate":
                 # The same request won a race with itself: answer as the first one did, from
                 # the stored match (``record`` holds this attempt's uncommitted state).
                 return self._replay(await self._load(match_id), seat, result.previous_answer)
             if result.outcome == "ok":
-                record.rev = result.rev
-                self.cache.put(record, state)
-                metrics.move_committed(self.game.name)
-                await self._wake(record, due)
-                log.debug("move_committed", version=record.version, status=record.status)
-                return first
+                return await self._committed(record, state, due, first, result.rev)
             metrics.commit_conflict(self.game.name, retrying=expected_version is None)
             if expected_version is not None:
                 raise Aborted(
@@ -539,6 +539,17 @@ class MatchService:
                     field="expected_version",
                 )
         raise Aborted("contention: too many concurrent moves on this match, retry", reason="contention")
+
+    async def _committed(
+        self, record: MatchRecord, state: Any, due: int | None, first: MoveResult, rev: int
+    ) -> MoveResult:
+        """After this call's move is in: keep its state, wake the scheduler, answer."""
+        record.rev = rev
+        self.cache.put(record, state)
+        metrics.move_committed(self.game.name)
+        await self._wake(record, due)
+        log.debug("move_committed", version=record.version, status=record.status)
+        return first
 
     def _attempt_cached(
         self, match_id: str, grant: auth.SeatGrant, move: dict[str, Any], expected_version: int | None
