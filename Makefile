@@ -8,7 +8,7 @@ INSTALLED := $(VENV)/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 GENERATED := gen/.generated
 
-.PHONY: install gen web run test lint typecheck bench autoplay clean clean-data k8s-secrets bench-front
+.PHONY: install gen web run test lint typecheck bench autoplay clean clean-data k8s-secrets
 
 install: $(INSTALLED) $(GENERATED)
 
@@ -65,12 +65,10 @@ lint: install
 typecheck: install
 	$(BIN)/mypy services gateway clients deploy
 
+# Happy Mochi through nginx and through the Python gateway, every other game through one,
+# next to a bare gRPC echo, all in one run (clients/bench.py; a few minutes).
 bench: install
 	$(BIN)/python -m clients.bench $(BENCH_ARGS)
-
-# The same load through the Python gateway alone and through nginx in front of it.
-bench-front: install
-	$(BIN)/python -m deploy.bench_front $(BENCH_ARGS)
 
 # Rules engines alone, one process: steps/s, state codec time and size, view time per game.
 .PHONY: bench-engines

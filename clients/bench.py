@@ -1,11 +1,16 @@
-"""Load test: concurrent bot matches through the gateway against a real Redis, and a bare
-gRPC echo on the same machine in the same run, so figures compare as ratios.
+"""Load test: concurrent bot matches against the whole system on a real Redis (append-only
+file on), through both routing layers, next to a bare gRPC echo measured in the same run.
 
-    python -m clients.bench [--games happy_mochi,mori] [--concurrency 16] [--duration 10]
+    python -m clients.bench [--game happy_mochi] [--concurrency 50] [--duration 15]
 
-It starts its own Redis, ``--replicas`` processes per game and a gateway (as ``make run``
-does), plays for ``--duration`` seconds per game, then prints one line per game: moves/s,
-SubmitMove latency p50/p99, errors, and Redis memory per match.
+One run starts Redis, ``--replicas`` service processes per game, the Python gateway and
+(when installed) nginx in front of it (deploy/nginx.py), and a bare grpc.aio echo server.
+Bots play as live clients do: one WatchMatch per seat, one SubmitMove per prompt. It prints,
+for ``--game`` through nginx and through the Python gateway alone: committed moves/s,
+SubmitMove p50/p99, errors, Redis bytes per live match, and server CPU ms per committed
+move (user + system time of every server process, Redis and nginx included, from /proc,
+over the measured window) next to the echo's server CPU per call and their ratio; then the
+same for every other game through one routing layer (``--others-duration`` each).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -28,10 +34,13 @@ import redis.asyncio as aioredis
 from clients.bot import parse_options, play_match
 from clients.echo import METHOD
 from clients.game_client import GameClient
-from deploy.launcher import running_system
+from deploy.launcher import System, running_system
+from deploy.nginx import nginx_executable
 from deploy.redis_server import free_port, wait_for_port
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime import keys
+
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -39,6 +48,8 @@ class Load:
     moves: int = 0
     finished: int = 0
     matches: list[str] = field(default_factory=list)
+    # Matches still being played when the load stopped.
+    live: list[str] = field(default_factory=list)
     errors: int = 0
     latencies_s: list[float] = field(default_factory=list)
 
@@ -70,6 +81,8 @@ async def game_load(
             load.moves += played.moves
             load.finished += played.finished
             load.matches.append(played.match_id)
+            if not played.finished:
+                load.live.append(played.match_id)
             load.latencies_s += played.move_latencies_s
 
     async with grpc.aio.insecure_channel(target) as channel:
@@ -79,19 +92,76 @@ async def game_load(
         return load, time.perf_counter() - started
 
 
+# -- CPU time from /proc -------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` (all its threads) and its waited-for children."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    # Fields 14-17 of stat(5): utime, stime, cutime, cstime (here counted from field 3).
+    return sum(int(value) for value in fields[11:15]) / TICKS
+
+
+def with_descendants(pids: list[int]) -> list[int]:
+    """``pids`` and every live process under them (nginx's worker, under its master)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError, IndexError):
+                parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+    found, frontier = set(pids), list(pids)
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in found]
+        found.update(children)
+        frontier += children
+    return sorted(found)
+
+
+class CpuMeter:
+    """CPU seconds each of ``roles``' processes (and their descendants) spends between
+    ``start`` and ``stop``, by role."""
+
+    def __init__(self, roles: dict[str, list[int]]) -> None:
+        self.roles = {role: with_descendants(pids) for role, pids in roles.items()}
+        self._start: dict[str, float] = {}
+
+    def _now(self) -> dict[str, float]:
+        return {role: sum(cpu_seconds(pid) for pid in pids) for role, pids in self.roles.items()}
+
+    def start(self) -> None:
+        self._start = self._now()
+
+    def stop(self) -> dict[str, float]:
+        return {role: used - self._start[role] for role, used in self._now().items()}
+
+
+# -- the echo baseline ---------------------------------------------------------------------
+
+
 @contextlib.contextmanager
-def running_echo() -> Iterator[str]:
+def running_echo() -> Iterator[tuple[str, int]]:
     address = f"127.0.0.1:{free_port()}"
     server = subprocess.Popen([sys.executable, "-m", "clients.echo", address])
     try:
         wait_for_port(int(address.rsplit(":", 1)[1]))
-        yield address
+        yield address, server.pid
     finally:
         server.terminate()
         server.wait()
 
 
-async def echo_rate(address: str, concurrency: int, duration_s: float) -> float:
+@dataclass
+class EchoFigures:
+    calls_per_s: float
+    cpu_ms_per_call: float
+
+
+async def echo_figures(address: str, pid: int, concurrency: int, duration_s: float) -> EchoFigures:
     calls = 0
     payload = os.urandom(64)
     async with grpc.aio.insecure_channel(address) as channel:
@@ -104,46 +174,164 @@ async def echo_rate(address: str, concurrency: int, duration_s: float) -> float:
                 assert await echo(payload) == payload
                 calls += 1
 
+        await echo(payload)  # connected before the window opens
+        meter = CpuMeter({"echo": [pid]})
+        meter.start()
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return calls / (time.perf_counter() - started)
+        elapsed = time.perf_counter() - started
+        return EchoFigures(calls / elapsed, meter.stop()["echo"] * 1000 / max(calls, 1))
 
 
-async def memory_per_match(redis_url: str, match_ids: list[str]) -> float:
+# -- one measured load ---------------------------------------------------------------------
+
+
+@dataclass
+class Figures:
+    game: str
+    front: str
+    matches: int
+    moves: int
+    moves_per_s: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    bytes_per_live_match: float
+    cpu_ms_per_move: float
+    # The same by process role (redis, replicas, gateway, nginx).
+    cpu_ms_by_role: dict[str, float] = field(default_factory=dict)
+
+
+async def redis_pid(redis_url: str) -> int:
     client = aioredis.Redis.from_url(redis_url)
     try:
-        total = 0
-        for match_id in match_ids:
-            for key in (keys.match(match_id), keys.events(match_id)):
-                total += await client.memory_usage(key) or 0
-        return total / max(len(match_ids), 1)
+        return int((await client.info("server"))["process_id"])
     finally:
         await client.aclose()
 
 
-async def bench(args: argparse.Namespace, target: str, redis_url: str, echo_address: str) -> None:
-    print(f"echo baseline: {args.concurrency} concurrent callers for {args.duration}s ...", flush=True)
-    echo_per_s = await echo_rate(echo_address, args.concurrency, args.duration)
-    header = (
-        f"{'game':<12} {'matches':>7} {'done':>5} {'moves':>7} {'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7}"
+async def bytes_per_match(redis_url: str, match_ids: list[str]) -> float:
+    """Redis memory of every key of these matches (their hash tag), per match."""
+    if not match_ids:
+        return float("nan")
+    wanted = set(match_ids)
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        total = 0
+        async for key in client.scan_iter(match=f"{keys.PREFIX}:{{*", count=1000):
+            text = key.decode()
+            if text[text.index("{") + 1 : text.index("}")] in wanted:
+                total += await client.memory_usage(key, samples=0) or 0
+        return total / len(wanted)
+    finally:
+        await client.aclose()
+
+
+async def measure(
+    game: str, front: str, target: str, roles: dict[str, list[int]], redis_url: str, args: argparse.Namespace
+) -> Figures:
+    options = parse_options([o.split(":", 1)[1] for o in args.option if o.startswith(f"{game}:")])
+    duration = args.duration if game == args.game else args.others_duration
+    meter = CpuMeter(roles)
+    meter.start()
+    load, elapsed = await game_load(target, game, args.concurrency, duration, options)
+    used = meter.stop()
+    per_move = {role: seconds * 1000 / max(load.moves, 1) for role, seconds in used.items()}
+    return Figures(
+        game,
+        front,
+        len(load.matches),
+        load.moves,
+        load.moves / elapsed,
+        percentile(load.latencies_s, 0.5) * 1000,
+        percentile(load.latencies_s, 0.99) * 1000,
+        load.errors,
+        await bytes_per_match(redis_url, load.live),
+        sum(per_move.values()),
+        per_move,
     )
-    print(header + f" {'errors':>6} {'KiB/match':>9} {'moves/s ÷ echo/s':>17}")
-    for game in args.games:
-        options = parse_options([o.split(":", 1)[1] for o in args.option if o.startswith(f"{game}:")])
-        load, elapsed = await game_load(target, game, args.concurrency, args.duration, options)
-        rate = load.moves / elapsed
-        memory = await memory_per_match(redis_url, load.matches)
-        p50, p99 = (percentile(load.latencies_s, f) * 1000 for f in (0.5, 0.99))
-        print(
-            f"{game:<12} {len(load.matches):>7} {load.finished:>5} {load.moves:>7} {rate:>8.0f} {p50:>7.2f}"
-            f" {p99:>7.2f} {load.errors:>6} {memory / 1024:>9.1f} {rate / echo_per_s:>17.4f}",
-            flush=True,
-        )
-    print(f"echo: {echo_per_s:.0f} calls/s (bare grpc.aio unary echo, 64-byte payload, same concurrency)")
+
+
+def server_roles(
+    system: System, store_pid: int, games: list[str], game: str, replicas: int
+) -> dict[str, list[int]]:
+    """The processes serving ``game`` by role: Redis, its replicas, the gateway, nginx (the
+    other games' replicas stay idle and out of the count)."""
+    start = games.index(game) * replicas
+    fronts = [p.pid for p in system.processes[len(games) * replicas :]]
+    roles = {"redis": [store_pid], "replicas": [p.pid for p in system.processes[start : start + replicas]]}
+    roles["gateway"] = fronts[:1]
+    if len(fronts) > 1:
+        roles["nginx"] = fronts[1:]
+    return roles
+
+
+async def durable(redis_url: str) -> None:
+    """Append-only file on, fsync every second, as a production Redis runs."""
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        await client.config_set("appendfsync", "everysec")
+        await client.config_set("appendonly", "yes")
+    finally:
+        await client.aclose()
+
+
+async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int]) -> None:
+    await durable(system.redis_url)
+    store_pid = await redis_pid(system.redis_url)
+    games = args.all_games
+    fronts = [("nginx", system.gateway)] if system.gateway != system.python_gateway else []
+    fronts.append(("python gateway", system.python_gateway))
     print(
-        "a move is one SubmitMove, its seat told by its WatchMatch prompt (through the gateway to a"
-        " replica and Redis);"
-        f" latency is SubmitMove's as the client sees it; replicas per game: {args.replicas}"
+        f"echo baseline: {args.concurrency} concurrent callers for {args.echo_duration:g} s ...", flush=True
+    )
+    echo_figures_ = await echo_figures(*echo, args.concurrency, args.echo_duration)
+    results = []
+    for front, target in fronts:
+        print(
+            f"{args.game} through {front}: {args.concurrency} matches for {args.duration:g} s ...", flush=True
+        )
+        roles = server_roles(system, store_pid, games, args.game, args.replicas)
+        results.append(await measure(args.game, front, target, roles, system.redis_url, args))
+    others_front, others_target = fronts[0]
+    for game in games:
+        if game == args.game:
+            continue
+        print(f"{game} through {others_front} for {args.others_duration:g} s ...", flush=True)
+        roles = server_roles(system, store_pid, games, game, args.replicas)
+        results.append(await measure(game, others_front, others_target, roles, system.redis_url, args))
+    print_table(results, echo_figures_, args)
+
+
+def print_table(results: list[Figures], echo: EchoFigures, args: argparse.Namespace) -> None:
+    print()
+    print(
+        "| game | through | matches | moves | moves/s | SubmitMove p50 / p99 ms | errors"
+        " | Redis bytes per live match | server CPU ms per move | ÷ echo call |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in results:
+        print(
+            f"| {r.game} | {r.front} | {r.matches} | {r.moves} | {r.moves_per_s:.0f}"
+            f" | {r.p50_ms:.1f} / {r.p99_ms:.1f} | {r.errors} | {r.bytes_per_live_match:,.0f}"
+            f" | {r.cpu_ms_per_move:.2f} | {r.cpu_ms_per_move / echo.cpu_ms_per_call:.1f} |"
+        )
+    print()
+    roles = ("redis", "replicas", "gateway", "nginx")
+    print("server CPU ms per move by process: | game | through | " + " | ".join(roles) + " |")
+    for r in results:
+        shares = " | ".join(f"{r.cpu_ms_by_role.get(role, 0.0):.2f}" for role in roles)
+        print(f"| {r.game} | {r.front} | {shares} |")
+    print()
+    print(
+        f"echo: {echo.calls_per_s:.0f} calls/s, {echo.cpu_ms_per_call:.3f} ms of server CPU per call"
+        f" (bare grpc.aio unary echo, 64-byte payload, {args.concurrency} concurrent callers, same run)"
+    )
+    print(
+        f"{args.concurrency} concurrent matches; {args.replicas} replica(s) per game; Redis with AOF"
+        " (everysec); a move is one SubmitMove, its seat told by its WatchMatch prompt; server CPU is"
+        " every server process (Redis, nginx, gateway, the game's replicas) from /proc over the window,"
+        " per committed move"
     )
 
 
@@ -151,16 +339,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--games", default=",".join(GAME_PACKAGES), help="comma-separated game names")
-    parser.add_argument("--concurrency", type=int, default=16, help="matches played at once")
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds of load per game")
+    parser.add_argument("--game", default="happy_mochi", help="the game measured through both fronts")
+    parser.add_argument("--others", default="all", help="other games through one front: all, none or a,b")
+    parser.add_argument("--concurrency", type=int, default=50, help="matches played at once")
+    parser.add_argument("--duration", type=float, default=15.0, help="seconds of load per front")
+    parser.add_argument("--others-duration", type=float, default=6.0, help="seconds of load per other game")
+    parser.add_argument("--echo-duration", type=float, default=6.0, help="seconds of echo calls")
     parser.add_argument("--replicas", type=int, default=2, help="service processes per game")
+    parser.add_argument("--no-nginx", action="store_true", help="the Python gateway only")
     parser.add_argument(
         "--option", action="append", default=[], help="match option game:name=value, e.g. more:max_rounds=1"
     )
     args = parser.parse_args()
-    args.games = [g for g in args.games.split(",") if g]
-    unknown = set(args.games) - set(GAME_PACKAGES)
+    others = {"all": list(GAME_PACKAGES), "none": []}.get(args.others, args.others.split(","))
+    args.all_games = [args.game] + [g for g in others if g and g != args.game]
+    unknown = set(args.all_games) - set(GAME_PACKAGES)
     if unknown:
         parser.error(f"unknown games: {', '.join(sorted(unknown))}")
     os.environ.setdefault("MOGAMES_LOG_LEVEL", "warning")
@@ -169,9 +362,15 @@ def main() -> None:
     os.environ.setdefault("MOGAMES_CREATE_LIMIT", "0")
     os.environ.setdefault("MOGAMES_JOIN_LIMIT", "0")
     os.environ.setdefault("MOGAMES_MAX_WAITING_PER_CLIENT", "0")
-    gateway = f"127.0.0.1:{free_port()}"
-    with running_system(args.games, args.replicas, gateway_listen=gateway) as system, running_echo() as echo:
-        asyncio.run(bench(args, system.gateway, system.redis_url, echo))
+    nginx = not args.no_nginx and nginx_executable() is not None
+    if not nginx and not args.no_nginx:
+        print("nginx is not installed: the Python gateway only", file=sys.stderr)
+    listen = f"127.0.0.1:{free_port()}"
+    with (
+        running_system(args.all_games, args.replicas, gateway_listen=listen, nginx_front=nginx) as system,
+        running_echo() as echo,
+    ):
+        asyncio.run(bench(args, system, echo))
 
 
 if __name__ == "__main__":

