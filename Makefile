@@ -70,6 +70,12 @@ typecheck: install
 bench: install
 	$(BIN)/python -m clients.bench $(BENCH_ARGS)
 
+# The same load on one Redis and on Redis Clusters of 1, 2 and 3 masters: moves/s, latency,
+# CPU per move of Redis, services and gateway.
+.PHONY: bench-cluster
+bench-cluster: install
+	$(BIN)/python -m clients.bench_cluster $(BENCH_ARGS)
+
 # Rules engines alone, one process: steps/s, state codec time and size, view time per game.
 .PHONY: bench-engines
 bench-engines: install

@@ -53,12 +53,15 @@ def running_system(
     first_service_port: int | None = None,
     log: IO[bytes] | None = None,
     nginx_front: bool = False,
+    redis_url: str | None = None,
 ) -> Iterator[System]:
-    """Everything up and listening for the block; stopped with SIGTERM (graceful) after it."""
+    """Everything up and listening for the block; stopped with SIGTERM (graceful) after it.
+    With ``redis_url`` (e.g. a Redis Cluster's) the system uses that Redis instead of its own."""
     env = dict(os.environ)
     env.setdefault("MOGAMES_TOKEN_SECRET", secrets.token_urlsafe(32))
     processes: list[subprocess.Popen[bytes]] = []
-    with running_redis(redis_port) as redis_url, tempfile.TemporaryDirectory(prefix="mogames-") as workdir:
+    own_redis = contextlib.nullcontext(redis_url) if redis_url else running_redis(redis_port)
+    with own_redis as redis_url, tempfile.TemporaryDirectory(prefix="mogames-") as workdir:
         env["MOGAMES_REDIS_URL"] = redis_url
         try:
             ports: list[int] = []
