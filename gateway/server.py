@@ -10,9 +10,10 @@ import grpc
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
 from gateway.backends import ReplicaPool, watch_health
+from gateway.health_port import start_health_port
 from gateway.lobby import LobbyServicer
 from gateway.proxy import GameProxy, Route
-from gateway.web import start_web
+from gateway.web import own_listener, start_web
 from services.catalog import rules_module
 from services.runtime import logs, metrics, serving
 from services.runtime.codec import generated_modules
@@ -78,7 +79,9 @@ async def build(
 
 async def main(settings: GatewaySettings) -> None:
     server, checker, pools, port = await build(settings)
-    web = await start_web(settings, pools, port)
+    own = own_listener(server) if settings.web_listen else None
+    web = await start_web(settings, pools, port, own)
+    health_port = await start_health_port(settings.health_listen, checker) if settings.health_listen else None
     if settings.metrics_listen:
         metrics.serve(settings.metrics_listen)
     serving.log.info(
@@ -88,6 +91,7 @@ async def main(settings: GatewaySettings) -> None:
         games=sorted(settings.backends),
         tls=bool(settings.tls_cert),
         metrics=settings.metrics_listen or None,
+        health_port=health_port and health_port[1],
     )
     health_watch = asyncio.create_task(watch_health(checker, pools))
 
@@ -97,6 +101,8 @@ async def main(settings: GatewaySettings) -> None:
             await web.stop()
         for pool in pools:
             await pool.close()
+        if health_port is not None:  # after the grace: probes saw NOT_SERVING during it
+            await health_port[0].stop(None)
 
     await serving.serve_until_signalled(server, checker, settings.shutdown_grace_s, close)
 

@@ -2,16 +2,21 @@
 
 Served by hypercorn (HTTP/1.1 and cleartext HTTP/2) inside the gateway process, on its
 event loop. Game RPCs go straight to the same replica pools as native gRPC; the lobby and
-health, which the gateway answers itself, go to the gateway's own gRPC port on loopback,
-so that they behave exactly as for native clients (interceptors, FindMatch's wait) without
-a second implementation. Any other path is a file of the built page (``make web``).
+health, which the gateway answers itself, go to the gateway's own gRPC server, so that they
+behave exactly as for native clients (interceptors, FindMatch's wait) without a second
+implementation. The gateway process reaches it over a private Unix socket (``own_listener``),
+whatever its public port speaks (TLS there is for the network, not for this hop); without
+one (a gateway built in-process by a test) over its plaintext port on loopback. Any other
+path is a file of the built page (``make web``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import socket
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -117,6 +122,15 @@ def _loopback(listen: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
+def own_listener(server: grpc.aio.Server) -> str:
+    """Adds a plaintext listener on a Unix socket in a new private folder (mode 0700: only
+    this user reaches it) to the gateway's ``server`` before it starts; its target."""
+    folder = tempfile.mkdtemp(prefix="mogames-gateway-")
+    target = f"unix:{folder}/grpc.sock"
+    server.add_insecure_port(target)
+    return target
+
+
 @dataclass
 class WebServer:
     port: int
@@ -124,6 +138,8 @@ class WebServer:
     _stop: asyncio.Event
     _task: asyncio.Task[None]
     _gateway: grpc.aio.Channel
+    # The private folder of the gateway's own listener, removed at the end.
+    _own_folder: str | None = None
 
     async def stop(self) -> None:
         """Stop taking requests; calls in flight get the grace period, then are cut."""
@@ -135,22 +151,32 @@ class WebServer:
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         await self._gateway.close()
+        if self._own_folder:
+            shutil.rmtree(self._own_folder, ignore_errors=True)
 
 
 async def start_web(
-    settings: GatewaySettings, pools: list[ReplicaPool], gateway_port: int
+    settings: GatewaySettings, pools: list[ReplicaPool], gateway_port: int, own_target: str | None = None
 ) -> WebServer | None:
-    """Serve the web port next to the gateway's native port (None when it is switched off)."""
+    """Serve the web port next to the gateway's native port (None when it is switched off).
+
+    ``own_target``: where the gateway's own services answer (``own_listener``); without it
+    its port ``gateway_port`` on loopback, which must then be plaintext."""
     if not settings.web_listen:
         return None
+    if own_target is None and settings.tls_cert:
+        raise ValueError("the gateway's port speaks TLS: give the web port its own_listener")
+    own_folder = own_target.removeprefix("unix:").rpartition("/")[0] if own_target else None
     try:
         sock = _bound_socket(settings.web_listen)
     except OSError as error:
         if settings.web_listen_chosen:
             raise
         log.warning("web_port_unavailable", listen=settings.web_listen, error=str(error))
+        if own_folder:
+            shutil.rmtree(own_folder, ignore_errors=True)
         return None
-    gateway = grpc.aio.insecure_channel(_loopback(settings.listen, gateway_port))
+    gateway = grpc.aio.insecure_channel(own_target or _loopback(settings.listen, gateway_port))
     app = web_app(pools, gateway, settings.web_origins, Path(settings.web_root))
     port = int(sock.getsockname()[1])
     config = Config()
@@ -162,4 +188,4 @@ async def start_web(
     stop = asyncio.Event()
     task = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
     log.info("web", port=port, origins=list(settings.web_origins), root=settings.web_root)
-    return WebServer(port, settings.shutdown_grace_s, stop, task, gateway)
+    return WebServer(port, settings.shutdown_grace_s, stop, task, gateway, own_folder)

@@ -98,9 +98,24 @@ def test_every_container_has_resources_probes_a_pinned_image_and_runs_as_non_roo
             assert {"readinessProbe", "livenessProbe"} <= container.keys()
             assert container["securityContext"]["allowPrivilegeEscalation"] is False
             assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
-    for name, deployment in of_kind(manifests, "Deployment").items():
-        if name != "gateway":
-            assert "grpc" in containers(deployment)[0]["livenessProbe"], "native gRPC probes"
+    for deployment in of_kind(manifests, "Deployment").values():
+        container = containers(deployment)[0]
+        for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+            assert "grpc" in container[probe], f"{deployment['metadata']['name']}: native gRPC {probe}"
+
+
+def test_the_gateway_is_probed_on_its_plaintext_health_only_port(manifests):
+    """Its public port speaks TLS, which the kubelet's gRPC probe cannot: the probes go to
+    MOGAMES_HEALTH_LISTEN's port, which no NetworkPolicy opens to other pods."""
+    gateway = containers(of_kind(manifests, "Deployment")["gateway"])[0]
+    health_port = int(env(gateway)["MOGAMES_HEALTH_LISTEN"].rpartition(":")[2])
+    assert {"containerPort": health_port, "name": "health"} in gateway["ports"]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        # The gateway's own service: the overall status also goes down with any game's backends.
+        assert gateway[probe]["grpc"] == {"port": health_port, "service": "mogames.lobby.v1.Lobby"}
+    for policy in of_kind(manifests, "NetworkPolicy").values():
+        for rule in policy["spec"].get("ingress", []):
+            assert all(p["port"] != health_port for p in rule.get("ports", [])), policy["metadata"]["name"]
 
 
 def test_network_policies_let_only_the_gateway_reach_services_and_only_both_reach_redis(manifests):

@@ -85,6 +85,10 @@ def _log_level() -> str:
     return level
 
 
+def _is_set(name: str) -> bool:
+    return bool(os.environ.get(name))
+
+
 def _metrics_listen() -> str:
     """MOGAMES_METRICS_LISTEN: host:port of the /metrics endpoint, or '' (off) when unset."""
     name = "MOGAMES_METRICS_LISTEN"
@@ -228,6 +232,9 @@ class GatewaySettings:
     allow_plaintext: bool = False
     max_connection_age_s: int = 300
     redis_password: str | None = None
+    # A plaintext port serving only grpc.health.v1 (for the kubelet's native gRPC probes,
+    # which cannot speak TLS); '' = off.
+    health_listen: str = ""
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
@@ -267,6 +274,7 @@ class GatewaySettings:
             allow_plaintext=_bool("MOGAMES_ALLOW_PLAINTEXT", False),
             max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
+            health_listen=_address("MOGAMES_HEALTH_LISTEN", "") if _is_set("MOGAMES_HEALTH_LISTEN") else "",
         )
         if bool(settings.tls_cert) != bool(settings.tls_key):
             raise SettingsError("MOGAMES_TLS_CERT and MOGAMES_TLS_KEY go together: set both or neither")
