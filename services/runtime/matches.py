@@ -132,7 +132,7 @@ class MatchService:
         self.clock = clock
         # Decoded states of the matches this replica served (services/runtime/state_cache.py).
         self.cache = StateCache()
-        self.hub = WatchHub(store, self.prompts, self.cached_record)
+        self.hub = WatchHub(store, self.prompts, self.cached_record, self.remember)
         self.due = DueSet(store.redis, self.game.name)
 
     # -- reading ---------------------------------------------------------------------
@@ -376,6 +376,7 @@ class MatchService:
         appended to the current version: a join, a leave, a rejoin, a bot, an abandonment.
         False when another write won the race (reload and decide again). The scheduler
         passes ``wake=False``: it settles the match's due entry itself."""
+        previous = (record.version, record.event_seq)
         stored = [
             StoredEvent(record.version, record.event_seq + i + 1, e.to, e.body) for i, e in enumerate(events)
         ]
@@ -387,6 +388,7 @@ class MatchService:
             return False
         record.rev = result.rev
         self.cache.evict(record.match_id)
+        self.hub.committed(previous, stored, record)
         if wake:
             await self._wake(record, due)
         return True
@@ -409,6 +411,7 @@ class MatchService:
         events = lead + state.apply(seat, move)
         if hand_to_bot:
             events.append(Event({"bot_seated": {"seat": seat, "level": hand_to_bot, "reason": "timeouts"}}))
+        previous = (record.version, record.event_seq)
         stored = self._advance(record, state, events)
         await self._clocks(record, seat, timed_out, hand_to_bot, state)
         feed = self._feed(record, seat, stored)
@@ -416,7 +419,9 @@ class MatchService:
         if result.outcome != "ok":
             return False
         record.rev = result.rev
+        # Not kept: the scheduler goes on changing this record for its next step.
         self.cache.evict(record.match_id)
+        self.hub.committed(previous, stored, record)
         return True
 
     async def _clocks(
@@ -504,6 +509,7 @@ class MatchService:
                 events = self._decide(record, state, seat, move, expected_version)
             else:
                 record, state, events = attempt
+            previous = (record.version, record.event_seq)
             stored = self._advance(record, state, events)
             due = await self._clocks(record, seat, state=state)
             active = _active_seats(state, record.status)
@@ -526,13 +532,13 @@ class MatchService:
             if result.outcome == "duplicate" and not request_id:
                 # This attempt's own commit, re-sent after its reply was lost: it is in, and
                 # its compare-and-set made the next rev.
-                return await self._committed(record, state, due, first, record.rev + 1)
+                return await self._committed(record, state, previous, stored, due, first, record.rev + 1)
             if result.outcome == "duplicate":
                 # The same request won a race with itself: answer as the first one did, from
                 # the stored match (``record`` holds this attempt's uncommitted state).
                 return self._replay(await self._load(match_id), seat, result.previous_answer)
             if result.outcome == "ok":
-                return await self._committed(record, state, due, first, result.rev)
+                return await self._committed(record, state, previous, stored, due, first, result.rev)
             metrics.commit_conflict(self.game.name, retrying=expected_version is None)
             if expected_version is not None:
                 raise Aborted(
@@ -542,11 +548,20 @@ class MatchService:
         raise Aborted("contention: too many concurrent moves on this match, retry", reason="contention")
 
     async def _committed(
-        self, record: MatchRecord, state: Any, due: int | None, first: MoveResult, rev: int
+        self,
+        record: MatchRecord,
+        state: Any,
+        previous: tuple[int, int],
+        stored: list[StoredEvent],
+        due: int | None,
+        first: MoveResult,
+        rev: int,
     ) -> MoveResult:
-        """After this call's move is in: keep its state, wake the scheduler, answer."""
+        """After this call's move is in: keep its state, tell this replica's watchers, wake
+        the scheduler, answer."""
         record.rev = rev
         self.cache.put(record, state)
+        self.hub.committed(previous, stored, record)
         metrics.move_committed(self.game.name)
         await self._wake(record, due)
         log.debug("move_committed", version=record.version, status=record.status)
@@ -667,7 +682,6 @@ class MatchService:
         its turn clock when the match has a timer."""
         if self._status(record) != IN_PROGRESS:
             return {}
-        self.remember(record)
         state = self.state_of(record)
         deciding = set(seats) & set(state.active_seats())
         clocks = {clock["seat"]: clock for clock in self.seats(record).clocks()}

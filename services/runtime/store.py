@@ -31,7 +31,8 @@ KnownRecord = Callable[[str, int], "MatchRecord | None"]
 # ARGV: expected rev, new doc, ttl seconds, request value ('' = no request id),
 #       request ttl, new version, feed maxlen, feed entry (JSON list of field, value pairs;
 #       '' = none), then event id / payload pairs.
-# The PUBLISH wakes the watch hubs; a hub that misses it (reconnecting) re-reads the
+# The PUBLISH (the stream id of the write's last event) wakes the watch hubs that have not
+# seen that far; a hub that misses it (reconnecting) re-reads the
 # stream, which stays the source of truth.
 _COMMIT = """
 if ARGV[4] ~= '' then
@@ -48,7 +49,7 @@ end
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('EXPIRE', KEYS[2], ARGV[3]) end
 if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
-if #ARGV >= 9 then redis.call('PUBLISH', KEYS[4], ARGV[6]) end
+if #ARGV >= 9 then redis.call('PUBLISH', KEYS[4], ARGV[#ARGV - 1]) end
 if ARGV[8] ~= '' and KEYS[5] then
   redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', unpack(cjson.decode(ARGV[8])))
 end

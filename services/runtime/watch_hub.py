@@ -55,6 +55,10 @@ class _Match:
     # A subscription confirmation arrived: a new watcher may read at once.
     subscribed: bool = False
     reader: asyncio.Task[None] | None = None
+    # Reads wanted whatever the cursors: a new watcher, a (re)subscription, a failed read.
+    must_read: bool = True
+    # The furthest stream position a notification announced.
+    notified: Cursor = (0, 0)
     # Prompts of the last record read (by rev), for the seats asked so far: computed once
     # however many watchers a seat has.
     prompts_rev: int = -1
@@ -63,13 +67,19 @@ class _Match:
 
 class WatchHub:
     def __init__(
-        self, store: MatchStore, make_prompts: PromptMaker, known: KnownRecord | None = None
+        self,
+        store: MatchStore,
+        make_prompts: PromptMaker,
+        known: KnownRecord | None = None,
+        remember: Callable[[MatchRecord], None] | None = None,
     ) -> None:
         self.store = store
         self._make_prompts = make_prompts
-        # The replica's decoded records (services/runtime/state_cache.py): a read after this
-        # replica's own commit decodes nothing.
+        # The replica's decoded records (services/runtime/state_cache.py): a read of a record
+        # it holds decodes nothing, and one it decoded is kept there (this replica's next
+        # move on the match then starts from it).
         self._known = known
+        self._remember = remember
         self._matches: dict[str, _Match] = {}
         # Subscribe/unsubscribe commands, sent in order by one task.
         self._commands: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
@@ -95,6 +105,7 @@ class WatchHub:
             match.reader = self._spawn(self._read_loop(match_id, match), f"watch-{match_id}")
             self._send("subscribe", match_id)
         match.watchers.add(watcher)
+        match.must_read = True
         if match.subscribed:
             match.wake.set()
         try:
@@ -188,7 +199,14 @@ class WatchHub:
             match_id = keys.match_of_notify(channel.decode() if isinstance(channel, bytes) else channel)
             match = self._matches.get(match_id)
             if match is not None:
-                match.subscribed = match.subscribed or message["type"] == "subscribe"
+                if message["type"] == "subscribe":
+                    match.subscribed = match.must_read = True
+                else:
+                    position = _position(message["data"])
+                    if position is None:
+                        match.must_read = True
+                    else:
+                        match.notified = max(match.notified, position)
                 match.wake.set()
 
     # -- reading ---------------------------------------------------------------------
@@ -197,6 +215,9 @@ class WatchHub:
         while True:
             await match.wake.wait()
             match.wake.clear()
+            if not match.must_read and all(w.cursor >= match.notified for w in match.watchers):
+                continue  # this replica's own commit, handed over already (``committed``)
+            match.must_read = False
             try:
                 await self._read(match_id, match)
             except asyncio.CancelledError:
@@ -204,6 +225,7 @@ class WatchHub:
             except Exception:
                 log.exception("watch_read_failed", match_id=match_id)
                 await asyncio.sleep(RETRY_AFTER_ERROR_S)
+                match.must_read = True
                 match.wake.set()
 
     async def _read(self, match_id: str, match: _Match) -> None:
@@ -213,6 +235,8 @@ class WatchHub:
         lowest = min(w.cursor for w in watchers)
         any_seat = any(w.seat is not None for w in watchers)
         events, record = await self.store.events_after(match_id, lowest, any_seat, self._known)
+        if record is not None and self._remember is not None:
+            self._remember(record)
         for watcher in watchers:
             for event in events:
                 position = (event.version, event.seq)
@@ -223,7 +247,28 @@ class WatchHub:
         if record is not None:
             self._prompt(match, record, watchers)
 
+    def committed(self, previous: Cursor, events: list[StoredEvent], record: MatchRecord) -> None:
+        """A commit of this replica: ``events`` (written right after stream position
+        ``previous``) go straight to the watchers here that had everything up to it, with
+        their prompts from ``record`` as committed; no stream read. Watchers behind get
+        them from the read the commit's notification brings."""
+        match = self._matches.get(record.match_id)
+        if match is None or not events:
+            return
+        watchers = list(match.watchers)
+        for watcher in watchers:
+            if watcher.cursor != previous:
+                continue
+            for event in events:
+                watcher.cursor = (event.version, event.seq)
+                if event.visible_to(watcher.seat):
+                    watcher.queue.put_nowait(event)
+        if any(w.seat is not None for w in watchers):
+            self._prompt(match, record, watchers)
+
     def _prompt(self, match: _Match, record: MatchRecord, watchers: list[_Watcher]) -> None:
+        if record.rev < match.prompts_rev:
+            return  # a read that began before a newer commit handed over here
         if match.prompts_rev != record.rev:
             match.prompts_rev, match.prompts = record.rev, {}
         seats = {w.seat for w in watchers if w.seat is not None} - match.prompts.keys()
@@ -236,8 +281,17 @@ class WatchHub:
         latest = (record.version, record.event_seq)
         for watcher in watchers:
             body = prompts.get(watcher.seat) if watcher.seat is not None else None
-            if body is None or watcher.prompted == record.version or watcher.cursor < latest:
+            if body is None or watcher.prompted >= record.version or watcher.cursor < latest:
                 continue
             watcher.prompted = record.version
             assert watcher.seat is not None
             watcher.queue.put_nowait(StoredEvent(record.version, 0, (watcher.seat,), body))
+
+
+def _position(data: Any) -> Cursor | None:
+    """The stream position a notification carries (``<version>-<seq>``), if it is one."""
+    text = data.decode() if isinstance(data, bytes) else str(data)
+    version, _, seq = text.partition("-")
+    if not (version.isdigit() and seq.isdigit()):
+        return None
+    return int(version), int(seq)
