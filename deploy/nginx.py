@@ -31,10 +31,12 @@ def nginx_executable() -> str | None:
     )
 
 
-def _upstream(name: str, addresses: list[str] | tuple[str, ...]) -> str:
+def _upstream(name: str, addresses: list[str] | tuple[str, ...], by_seat: bool = False) -> str:
     servers = "".join(f"        server {address};\n" for address in addresses)
+    # A seat's calls (its token) to one replica: its watch and its moves meet there.
+    sticky = "        hash $http_authorization consistent;\n" if by_seat else ""
     # Idle HTTP/2 connections kept to the backends: no new connection per call.
-    return f"    upstream {name} {{\n{servers}        keepalive 32;\n    }}\n"
+    return f"    upstream {name} {{\n{servers}{sticky}        keepalive 32;\n    }}\n"
 
 
 def render(listen: str, gateway: str, backends: Backends, workdir: Path, supervised: bool = False) -> str:
@@ -51,7 +53,7 @@ def render(listen: str, gateway: str, backends: Backends, workdir: Path, supervi
         if game not in backends:
             continue
         info = rules_module(game).GAME
-        upstreams.append(_upstream(info.package, backends[game]))
+        upstreams.append(_upstream(info.package, backends[game], by_seat=True))
         route = f"        location /{info.full_service}/ {{\n"
         locations.append(f"{route}            grpc_pass grpc://{info.package};\n        }}\n")
     master = "master_process off;\n" if supervised else ""
