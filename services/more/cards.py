@@ -54,8 +54,7 @@ def is_pankal(card: int) -> bool:
     return _RANK[card] in (0, 2)
 
 
-def points(card: int) -> int:
-    """Scoring value: Joker 20, Ace 15, 2 10, 8-K 10, 3-7 5."""
+def _points(card: int) -> int:
     r = rank(card)
     if r == 0:
         return 20
@@ -64,6 +63,14 @@ def points(card: int) -> int:
     if r == 2 or r >= 8:
         return 10
     return 5
+
+
+_POINTS = tuple(_points(card) for card in range(DECK_SIZE))
+
+
+def points(card: int) -> int:
+    """Scoring value: Joker 20, Ace 15, 2 10, 8-K 10, 3-7 5."""
+    return _POINTS[card]
 
 
 def half_points(card: int) -> int:
@@ -78,14 +85,21 @@ def name(card: int) -> str:
     return f"{RANK_NAMES.get(r, str(r))}{SUIT_SYMBOLS[suit(card)]}"
 
 
-def card_dict(card: int) -> dict[str, Any]:
-    """The proto Card message."""
+def _card_dict(card: int) -> dict[str, Any]:
     return {
         "id": card,
         "rank": rank(card),
         "suit": "SUIT_UNSPECIFIED" if is_joker(card) else SUIT_NAMES[suit(card)],
         "joker": is_joker(card),
     }
+
+
+_CARD_DICTS = tuple(_card_dict(card) for card in range(DECK_SIZE))
+
+
+def card_dict(card: int) -> dict[str, Any]:
+    """The proto Card message (a new dict each time: callers may change it)."""
+    return _CARD_DICTS[card].copy()
 
 
 def natural_at(card: int, run_suit: int, pos: int) -> bool:
@@ -124,7 +138,7 @@ def is_biriba(meld: Meld) -> bool:
 
 
 def meld_points(meld: Meld) -> int:
-    return sum(points(c) for c in meld["cards"])
+    return sum(map(_POINTS.__getitem__, meld["cards"]))
 
 
 def biriba_bonus(meld: Meld) -> int:
@@ -282,15 +296,17 @@ def _keep(out: list[list[int]], seen: set, meld: list[int], must_include: int | 
 
 def meld_view(meld: Meld, index: int) -> dict[str, Any]:
     """The proto Meld message of table meld number ``index``."""
+    wild = wild_index(meld)
+    cards = meld["cards"]
     return {
         "index": index,
         "side": f"ROLE_{meld['side'].upper()}",
         "kind": "MELD_KIND_RUN" if meld["kind"] == "run" else "MELD_KIND_ACE_SET",
         "suit": SUIT_NAMES[meld["suit"]] if meld["suit"] >= 0 else "SUIT_UNSPECIFIED",
         "low": meld["low"],
-        "cards": [card_dict(c) for c in meld["cards"]],
-        "wild_index": wild_index(meld),
-        "dirty": is_dirty(meld),
-        "biriba": is_biriba(meld),
-        "points": meld_points(meld),
+        "cards": [_CARD_DICTS[c].copy() for c in cards],
+        "wild_index": wild,
+        "dirty": wild >= 0,
+        "biriba": len(cards) >= BIRIBA_SIZE,
+        "points": sum(map(_POINTS.__getitem__, cards)),
     }

@@ -35,11 +35,10 @@ from services.more.cards import (
     name,
     parse_meld,
     points,
-    wild_index,
 )
 from services.more.moves import MAX_BID, check_options, parse_move
 from services.more.scoring import match_winners, score_round
-from services.more.steps import Table, additions, three_card_steps
+from services.more.steps import Table, addition_steps, three_card_steps
 
 PLAYERS = 3
 HAND_SIZE = 11
@@ -169,25 +168,32 @@ class State:
         return list(self.s["winners"])
 
     def legal_moves(self, seat: int) -> list[JsonDict]:
-        if seat not in self.active_seats():
-            return []
         s = self.s
-        if s["phase"] == "bidding":
+        phase = s["phase"]
+        if phase == "bidding":
+            if seat not in self.active_seats():
+                return []
             return [{"bid": {"amount": a}} for a in range(MAX_BID + 1)]
-        if s["phase"] == "draw":
+        if seat != s["turn"] or phase == "over":
+            return []
+        if phase == "draw":
             return [{"draw": {}}, *self._legal_if(seat, "take_pile", {})]
         t = s["t"]
         hand = s["hands"][seat]
-        moves: list[JsonDict] = []
-        if not t["closed"]:
-            moves += self._melding_steps(seat, hand, t)
+        moves = [] if t["closed"] else self._melding_steps(seat, hand, t)
         if self._can_take_back():
             moves.append({"take_back": {}})
-        # every card's discard is allowed or refused alike: check one
-        if self._legal_if(seat, "discard", {"card": hand[0]}):
-            hand = sorted(hand, key=_sort_key)
-            moves += [{"discard": {"card": c}} for c in hand]
+        if self._may_discard(seat, hand, t):
+            moves += [{"discard": {"card": c}} for c in sorted(hand, key=_sort_key)]
         return moves
+
+    def _may_discard(self, seat: int, hand: list[int], t: JsonDict) -> bool:
+        """Every card's discard is allowed or refused alike (``_validate``'s discard checks)."""
+        if t["top"] >= 0 and t["top"] in hand:
+            return False
+        if t["opening"] and 0 < t["halves"] < OPENING_HALVES:
+            return False
+        return len(hand) != 1 or bool(self._legal_if(seat, "discard", {"card": hand[0]}))
 
     def _melding_steps(self, seat: int, hand: list[int], t: JsonDict) -> list[JsonDict]:
         """The listed lay_meld (3-card) and add_to_meld steps. Generated legal by construction;
@@ -197,20 +203,19 @@ class State:
         usable = [c for c in hand if c not in locked] if locked else hand
         ace_ok = s["scores"][seat] > THRESHOLD
         table = Table(usable)
-        moves: list[JsonDict] = []
-        roomy = len(hand) >= 5  # a 3-card meld leaves two cards or more
-        for cards in three_card_steps(table, ace_ok):
-            body: JsonDict = {"cards": cards}
-            if roomy or self._legal_if(seat, "lay_meld", body):
-                moves.append({"lay_meld": body})
-        side = self.side(seat)
-        for index, meld in enumerate(s["melds"]):
-            if meld["side"] != side or (meld["kind"] == "ace_set" and not ace_ok):
-                continue
-            for card, low_end in additions(meld, table, wild_index(meld) < 0):
-                body = {"meld": index, "card": card, "low_end": low_end}
-                if len(hand) >= 3 or self._legal_if(seat, "add_to_meld", body):
-                    moves.append({"add_to_meld": body})
+        moves: list[JsonDict]
+        if len(hand) >= 5:  # a 3-card meld leaves two cards or more
+            moves = [{"lay_meld": {"cards": cards}} for cards in three_card_steps(table, ace_ok)]
+        else:
+            moves = []
+            for cards in three_card_steps(table, ace_ok):
+                moves += self._legal_if(seat, "lay_meld", {"cards": cards})
+        steps = addition_steps(s["melds"], self.side(seat), table, ace_ok)
+        if len(hand) >= 3:  # an addition leaves two cards or more
+            moves += [{"add_to_meld": {"meld": i, "card": c, "low_end": e}} for i, c, e in steps]
+        else:
+            for i, c, e in steps:
+                moves += self._legal_if(seat, "add_to_meld", {"meld": i, "card": c, "low_end": e})
         return moves
 
     def _legal_if(self, seat: int, kind: str, body: JsonDict) -> list[JsonDict]:

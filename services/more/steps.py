@@ -8,63 +8,79 @@ is a valid meld or a fitting addition; the rules check what depends on the rest 
 
 from __future__ import annotations
 
-from services.more.cards import DECK_SIZE, Meld
+from services.more.cards import DECK_SIZE, Meld, wild_index
 
-# per card id: the run position it is natural at (1..13, aces 1), its suit, whether a pankal
-_POS = tuple(0 if c >= 104 else c % 13 + 1 for c in range(DECK_SIZE))
-_SUIT = tuple(-1 if c >= 104 else (c % 52) // 13 for c in range(DECK_SIZE))
+# per card id: ``suit * 16 + run position`` it is natural at (aces: 1), -1 for a joker; a pankal?
+_KEY = tuple(-1 if c >= 104 else (c % 52) // 13 * 16 + c % 13 + 1 for c in range(DECK_SIZE))
 _PANKAL = tuple(c >= 104 or c % 13 == 1 for c in range(DECK_SIZE))
-_TWO = tuple(bin(m).count("1") >= 2 for m in range(8))
-_THREE = tuple(m == 7 for m in range(8))
-
+# per card id: its bits in a Table's mask (an ace: the low and the high one)
+_BIT = tuple(
+    0 if c >= 104 else ((1 << 1 | 1 << 14) if c % 13 == 0 else 1 << (c % 13 + 1)) << ((c % 52) // 13 * 16)
+    for c in range(DECK_SIZE)
+)
+_WINDOWS = 0x1FFE  # bit a: the three positions a, a + 1, a + 2 (a = 1..12)
 
 _NONE: tuple[int, ...] = ()
 
 
 class Table:
-    """The cards of a hand by the run position they are natural at: ``at[suit * 16 + pos]``."""
+    """The cards of a hand by the run position they are natural at: ``at[suit * 16 + pos]``
+    (None if there is none), with bit ``suit * 16 + pos`` of ``mask`` set for each."""
 
-    __slots__ = ("aces", "at", "masks", "wilds")
+    __slots__ = ("aces", "at", "mask", "wilds")
 
     def __init__(self, cards: list[int]) -> None:
-        at: dict[int, list[int]] = {}
-        masks = [0, 0, 0, 0]  # bit p: the suit has a card natural at position p
+        at: list[list[int] | None] = [None] * 64
+        mask = 0
         aces: list[int] = []
         wilds: list[int] = []
         for card in sorted(cards):
+            key = _KEY[card]
+            if key < 0:
+                wilds.append(card)
+                continue
             if _PANKAL[card]:
                 wilds.append(card)
-            suit = _SUIT[card]
-            if suit < 0:
-                continue
-            pos = _POS[card]
-            at.setdefault(suit * 16 + pos, []).append(card)
-            masks[suit] |= 1 << pos
-            if pos == 1:
-                at.setdefault(suit * 16 + 14, []).append(card)
-                masks[suit] |= 1 << 14
+            cell = at[key]
+            if cell is None:
+                at[key] = [card]
+            else:
+                cell.append(card)
+            if key & 15 == 1:  # an ace: also the high one
+                cell = at[key + 13]
+                if cell is None:
+                    at[key + 13] = [card]
+                else:
+                    cell.append(card)
                 aces.append(card)
-        self.at, self.masks, self.aces, self.wilds = at, masks, aces, wilds
+            mask |= _BIT[card]
+        self.at, self.mask, self.aces, self.wilds = at, mask, aces, wilds
 
     def natural(self, suit: int, pos: int) -> list[int] | tuple[int, ...]:
-        return self.at.get(suit * 16 + pos, _NONE)
+        return self.at[suit * 16 + pos] or _NONE
 
 
 def three_card_steps(table: Table, ace_sets: bool) -> list[list[int]]:
     """Every valid 3-card meld of the hand, in run order, once per choice of card ids."""
     out: list[list[int]] = []
     wilds = table.wilds
-    enough = _TWO if wilds else _THREE  # windows of three positions with enough cards
+    at = table.at
+    mask = table.mask
     for suit in range(4):
-        mask = table.masks[suit]
-        if not mask:
+        m = mask >> suit * 16 & 0xFFFF
+        if not m:
             continue
-        at = table.at
+        # the windows of three positions holding three naturals (two, with a pankal in hand)
+        if wilds:
+            windows = (m & m >> 1 | m & m >> 2 | m >> 1 & m >> 2) & _WINDOWS
+        else:
+            windows = m & m >> 1 & m >> 2 & _WINDOWS
         base = suit * 16
-        for low in range(1, 13):
-            if not enough[mask >> low & 7]:
-                continue
-            a, b, c = at.get(base + low, _NONE), at.get(base + low + 1, _NONE), at.get(base + low + 2, _NONE)
+        while windows:
+            bit = windows & -windows
+            windows ^= bit
+            low = base + bit.bit_length() - 1
+            a, b, c = at[low] or _NONE, at[low + 1] or _NONE, at[low + 2] or _NONE
             if a and b and c:
                 out += [[x, y, z] for x in a for y in b for z in c]
             for w in wilds:  # the pankal at one of the three positions
@@ -84,19 +100,31 @@ def three_card_steps(table: Table, ace_sets: bool) -> list[list[int]]:
     return out
 
 
-def additions(meld: Meld, table: Table, wild_free: bool) -> list[tuple[int, bool]]:
-    """(card, low_end) for every card of the hand that fits an end of ``meld``."""
-    wilds = table.wilds if wild_free else []
-    if meld["kind"] == "ace_set":
-        return [(card, False) for card in table.aces] + [(card, False) for card in wilds]
-    out: list[tuple[int, bool]] = []
-    suit = meld["suit"]
-    low, high = meld["low"] - 1, meld["low"] + len(meld["cards"])
-    if not wilds and not table.masks[suit] >> low & 1 and not table.masks[suit] >> high & 1:
-        return out  # nothing of the hand at either end (bit 0 and bit 15 are never set)
-    for low_end, pos in ((True, low), (False, high)):
-        if 1 <= pos <= 14:
-            natural = table.natural(suit, pos)
-            out += [(card, low_end) for card in natural]
-            out += [(card, low_end) for card in wilds if card not in natural]
+def addition_steps(melds: list[Meld], side: str, table: Table, ace_ok: bool) -> list[tuple[int, int, bool]]:
+    """(meld index, card, low_end) for every card of the hand that fits an end of one of
+    ``side``'s melds (ace-sets only if ``ace_ok``)."""
+    out: list[tuple[int, int, bool]] = []
+    wilds, mask, at = table.wilds, table.mask, table.at
+    for index, meld in enumerate(melds):
+        if meld["side"] != side:
+            continue
+        # pankals fit only a meld without one
+        free = wilds if wilds and wild_index(meld) < 0 else _NONE
+        if meld["kind"] == "ace_set":
+            if ace_ok:
+                out += [(index, card, False) for card in table.aces]
+                out += [(index, card, False) for card in free]
+            continue
+        base = meld["suit"] * 16
+        low, high = base + meld["low"] - 1, base + meld["low"] + len(meld["cards"])
+        if not free and not mask >> low & 1 and not mask >> high & 1:
+            continue  # nothing of the hand at either end (positions 0 and 15 are never set)
+        if low > base:
+            natural = at[low] or _NONE
+            out += [(index, card, True) for card in natural]
+            out += [(index, card, True) for card in free if card not in natural]
+        if high < base + 15:
+            natural = at[high] or _NONE
+            out += [(index, card, False) for card in natural]
+            out += [(index, card, False) for card in free if card not in natural]
     return out

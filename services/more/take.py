@@ -22,7 +22,6 @@ soon as it can no longer reach 7.5 or as soon as stopping there is a legal end.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from services.more.cards import Meld, half_points, is_dirty, wild_index
@@ -54,8 +53,7 @@ def _positions(x: int) -> list[tuple[int, int]]:
     return [(suit, 1), (suit, 14)] if rank == 0 else [(suit, rank + 1)]
 
 
-@dataclass(frozen=True)
-class Piece:
+class Piece(NamedTuple):
     """One final meld of the turn: the identities it takes from the hand, its final size and
     dirtiness, and the existing meld it extends (-1: a new meld)."""
 
@@ -65,17 +63,39 @@ class Piece:
     extends: int = -1
 
 
-@dataclass(slots=True)
 class Problem:
-    counts: list[int]  # usable identities (hand before the take + the top card)
-    top: int  # the top card's identity
-    melds: list[Meld]  # the side's melds on the table
-    ace_ok: bool
-    need: int  # going-down half points this turn needs (15 under the 7.5 rule, else 0)
-    locked: int  # cards of the pile that stay in the hand
-    pile_waiting: bool  # the side's More pile is still waiting
-    nodes: int = 0
-    memo: dict[tuple, list[tuple]] = field(default_factory=dict)
+    """A take to decide: the usable cards by identity and what the turn must achieve."""
+
+    __slots__ = (
+        "ace_ok",
+        "counts",
+        "locked",
+        "melds",
+        "memo",
+        "need",
+        "nodes",
+        "pieces",
+        "pile_waiting",
+        "start",
+        "top",
+    )
+
+    def __init__(
+        self,
+        counts: list[int],  # usable identities (hand before the take + the top card)
+        top: int,  # the top card's identity
+        melds: list[Meld],  # the side's melds on the table
+        ace_ok: bool,
+        need: int,  # going-down half points this turn needs (15 under the 7.5 rule, else 0)
+        locked: int,  # cards of the pile that stay in the hand
+        pile_waiting: bool,  # the side's More pile is still waiting
+    ) -> None:
+        self.counts, self.top, self.melds, self.ace_ok = counts, top, melds, ace_ok
+        self.need, self.locked, self.pile_waiting = need, locked, pile_waiting
+        self.nodes = 0
+        self.memo: dict[tuple, list[tuple]] = {}
+        self.start: list[int] = []  # the counts the search began with
+        self.pieces: dict[int, list[tuple[Piece, tuple[tuple[int, int], ...]]]] = {}
 
 
 class Made(NamedTuple):
@@ -108,19 +128,21 @@ def can_take(problem: Problem) -> bool:
     quick = _quick(p)
     if quick is not None:
         return quick
-    firsts = _pieces(p, p.top, p.counts, 0)
-    first = next(firsts, None)
-    if first is None:
-        return False
     if not p.need:  # no minimum: the first piece holding the top card that leaves two cards will do
+        firsts = _pieces(p, p.top, p.counts, 0)
+        if not firsts:
+            return False
         cards = sum(p.counts) + p.locked
-        if any(cards - len(piece.used) >= 2 for piece in (first, *firsts)):
+        if any(cards - len(piece.used) >= 2 for piece in firsts):
             return True
+    reachable, idle = _reachable(p)
+    if reachable < p.need or p.top in idle:
+        return False
     # a card no piece can hold now never will (cards only leave): it simply stays in the hand
-    idle = [x for x, n in enumerate(p.counts) if n and next(_pieces(p, x, p.counts, 0), None) is None]
     for x in idle:
         p.locked += p.counts[x]
         p.counts[x] = 0
+    p.start = list(p.counts)
     return any(_take_piece(p, piece, Made(), 0, 0) for piece in _ordered(p, p.top, 0))
 
 
@@ -177,12 +199,148 @@ def _quick(p: Problem) -> bool | None:
     return None if held or (wild and reach) else False
 
 
+# per natural identity: its run positions as bits (an ace: 1 and 14)
+_BITS = tuple((1 << 1 | 1 << 14) if x % 13 == 0 else 1 << (x % 13 + 1) for x in range(52))
+_WINDOWS = 0x1FFE  # bit a: the window of positions a, a+1, a+2 (a = 1..12)
+
+
+def _reachable(p: Problem) -> tuple[int, list[int]]:
+    """(an upper bound of the going-down value any final configuration melds, the identities
+    no piece can hold). A natural card is *sure* when a piece without a pankal may hold it
+    (three naturals in a row, or a row of naturals reaching a meld end) and *maybe* when only a
+    piece with a pankal may (a row with one gap); each pankal holds at most one gap, so the
+    maybe-cards melded are at most those of the best ``pankals`` groups of naturals (a group:
+    naturals and melds of a suit with no two-position hole, or the aces for a new ace-set)."""
+    counts = p.counts
+    held = [x for x in range(53) if counts[x]]
+    wilds = counts[52] + counts[1] + counts[14] + counts[27] + counts[40]
+    present = [0, 0, 0, 0]
+    for x in held:
+        if x < 52:
+            present[x // 13] |= _BITS[x]
+    sure = [0, 0, 0, 0]
+    maybe = [0, 0, 0, 0]
+    table = [0, 0, 0, 0]  # positions held by the side's runs
+    wild_fits = False  # some piece may hold a pankal
+    for s in range(4):
+        m = present[s]
+        if not m:
+            continue
+        w3 = m & m >> 1 & m >> 2 & _WINDOWS
+        sure[s] = w3 | w3 << 1 | w3 << 2
+        if wilds:
+            w2 = (m & m >> 1 | m & m >> 2 | m >> 1 & m >> 2) & _WINDOWS
+            if w2:
+                wild_fits = True
+                maybe[s] = (w2 | w2 << 1 | w2 << 2) & m
+    ace_set_meld = False
+    for meld in p.melds:
+        clean = wild_index(meld) < 0
+        if meld["kind"] == "ace_set":
+            if p.ace_ok:
+                ace_set_meld = True
+                wild_fits = wild_fits or (clean and wilds > 0)
+            continue
+        s, low = meld["suit"], meld["low"]
+        high = low + len(meld["cards"]) - 1
+        gaps_ok = 1 if clean and wilds else 0
+        wild_fits = wild_fits or (gaps_ok > 0 and high - low < 13)
+        table[s] |= ((2 << high) - 1) ^ ((1 << low) - 1)
+        m = present[s]
+        for step, q in ((-1, low - 1), (1, high + 1)):
+            gaps = 0
+            while 1 <= q <= 14:
+                if m >> q & 1:
+                    if gaps:
+                        maybe[s] |= 1 << q
+                    else:
+                        sure[s] |= 1 << q
+                else:
+                    gaps += 1
+                    if gaps > gaps_ok:
+                        break
+                q += step
+    aces = counts[0] + counts[13] + counts[26] + counts[39]
+    ace_sure = p.ace_ok and (aces >= 3 or ace_set_meld)
+    ace_maybe = p.ace_ok and not ace_sure and aces == 2 and wilds > 0
+    wild_fits = wild_fits or (p.ace_ok and aces >= 2 and wilds > 0)
+    sure_value = 0
+    values: list[int] = []
+    idle: list[int] = []
+    unsure: list[int] = []
+    for x in held:
+        if x in PANKALS:
+            if wild_fits or (x != JOKER and sure[x // 13] & 4):
+                sure_value += HALF[x] * counts[x]
+                values += [HALF[x]] * counts[x]
+            else:
+                idle.append(x)
+        elif sure[x // 13] & _BITS[x] or (ace_sure and x % 13 == 0):
+            sure_value += HALF[x] * counts[x]
+            values += [HALF[x]] * counts[x]
+        elif maybe[x // 13] & _BITS[x] or (ace_maybe and x % 13 == 0):
+            values += [HALF[x]] * counts[x]
+            unsure.append(x)
+        else:
+            idle.append(x)
+    if not p.need:
+        return 0, idle
+    best_groups = 0
+    if unsure:
+        spans: list[tuple[int, int]] = []  # (suit, positions) of each group
+        for s in range(4):
+            mask = present[s] | table[s]
+            mask |= mask << 1 & mask >> 1  # a hole of one position does not split a group
+            while mask:
+                run = mask & ~(mask + (mask & -mask))
+                spans.append((s, run))
+                mask ^= run
+        groups = [0] * (len(spans) + 1)  # per group: the value of its maybe-cards (the last: aces)
+        for x in unsure:
+            s, hit = x // 13, maybe[x // 13] & _BITS[x]
+            for i, (suit, run) in enumerate(spans):
+                if suit == s and run & hit:
+                    groups[i] += HALF[x] * counts[x]
+            if ace_maybe and x % 13 == 0:
+                groups[-1] += HALF[x] * counts[x]
+        best_groups = sum(sorted(groups, reverse=True)[:wilds])
+    keep = 2 - p.locked - sum(counts[x] for x in idle)
+    if keep > 0 and not _biriba_possible(p, 0):
+        values.sort()
+        return min(sure_value + best_groups, sum(values[keep:])), idle
+    return min(sure_value + best_groups, sum(values)), idle
+
+
 def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:
-    """The pieces holding ``x``, most going-down value first (a 7.5 opening is found early)."""
-    pieces = {
-        Piece(tuple(sorted(q.used)), q.size, q.dirty, q.extends) for q in _pieces(p, x, p.counts, closed)
-    }
-    return sorted(pieces, key=lambda piece: (-sum(HALF[i] for i in piece.used), piece.used, piece.extends))
+    """The pieces holding ``x`` that the cards left allow, most going-down value first (a 7.5
+    opening is found early). Cards only leave during the search, and a piece possible later
+    was possible at the start (a pankal standing in for a natural card is one of the options
+    then), so each identity's pieces are made once, from the search's first cards, and then
+    only checked against the cards left."""
+    every = p.pieces.get(x)
+    if every is None:
+        made = {Piece(tuple(sorted(q.used)), q.size, q.dirty, q.extends) for q in _pieces(p, x, p.start, 0)}
+        every = p.pieces[x] = [
+            (piece, _needs(piece.used))
+            for piece in sorted(made, key=lambda q: (-sum(HALF[i] for i in q.used), q.used, q.extends))
+        ]
+    counts = p.counts
+    return [
+        piece
+        for piece, needs in every
+        if (piece.extends < 0 or not closed >> piece.extends & 1) and all(counts[i] >= n for i, n in needs)
+    ]
+
+
+def _needs(used: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
+    """(identity, copies) of a sorted ``used``."""
+    out: list[tuple[int, int]] = []
+    for i in used:
+        if out and out[-1][0] == i:
+            out[-1] = (i, out[-1][1] + 1)
+        else:
+            out.append((i, 1))
+    return tuple(out)
 
 
 def _take_piece(p: Problem, piece: Piece, made: Made, kept: int, halves: int) -> bool:
@@ -193,6 +351,10 @@ def _take_piece(p: Problem, piece: Piece, made: Made, kept: int, halves: int) ->
     for x in piece.used:
         counts[x] += 1
     return found
+
+
+# the order the search decides identities in: most going-down value first
+_ORDER = sorted(range(IDENTS), key=lambda i: (-HALF[i], -i))
 
 
 def _search(p: Problem, made: Made, kept: int, halves: int) -> bool:
@@ -215,7 +377,7 @@ def _search(p: Problem, made: Made, kept: int, halves: int) -> bool:
     dead = p.memo.get(key)
     if dead and any(all(a <= b for a, b in zip(here, old, strict=True)) for old in dead):
         return False
-    x = next(i for i, n in enumerate(counts) if n)
+    x = next(i for i in _ORDER if counts[i])
     found = any(_take_piece(p, piece, made, kept, halves) for piece in _ordered(p, x, made.closed))
     if not found:
         counts[x] -= 1
@@ -230,9 +392,10 @@ def _upper_bound(p: Problem, made: Made, kept: int) -> int:
     """An upper bound of the going-down value still meldable: every card left, less the
     cheapest cards that must stay in the hand (2 in all) when no biriba can ever allow fewer."""
     counts = p.counts
-    values = sorted(HALF[i] for i, n in enumerate(counts) for _ in range(n))
+    values = [HALF[i] for i in range(53) if counts[i] for _ in range(counts[i])]
     keep = 2 - kept - p.locked
     if keep > 0 and not (made.biribas or _biriba_possible(p, made.closed)):
+        values.sort()
         return sum(values[keep:])
     return sum(values)
 
@@ -278,14 +441,17 @@ def _may_stop(p: Problem, made: Made, cards_left: int) -> bool:
 # ---- the pieces that can hold identity x ----
 
 
-def _pieces(p: Problem, x: int, counts: list[int], closed: int) -> Iterator[Piece]:
+def _pieces(p: Problem, x: int, counts: list[int], closed: int) -> list[Piece]:
     """Every piece holding identity ``x`` with cards of ``counts`` (x included)."""
+    out: list[Piece] = []
     wild = x in PANKALS
+    wilds = [w for w in PANKALS if counts[w]]
+    have = [_have(counts, suit) if wild or x // 13 == suit else 0 for suit in range(4)]
     for suit in range(4):
         if wild or x // 13 == suit:
-            yield from _runs(counts, x, suit)
+            _runs(out, counts, x, suit, have[suit], wilds)
     if p.ace_ok:
-        yield from _ace_sets(counts, x, 0, 0, True)
+        out += _ace_sets(counts, x, 0, 0, True)
     for i, meld in enumerate(p.melds):
         if closed >> i & 1:
             continue
@@ -294,102 +460,135 @@ def _pieces(p: Problem, x: int, counts: list[int], closed: int) -> Iterator[Piec
             if p.ace_ok:
                 size = len(meld["cards"])
                 for piece in _ace_sets(counts, x, size, 1, clean):
-                    yield Piece(piece.used, piece.size, piece.dirty or not clean, i)
+                    out.append(Piece(piece.used, piece.size, piece.dirty or not clean, i))
             continue
         if not wild and x // 13 != meld["suit"]:
             continue
         low, high = meld["low"], meld["low"] + len(meld["cards"]) - 1
-        for used, wild in _spans(counts, x, meld["suit"], low, high, clean):
-            yield Piece(used, len(meld["cards"]) + len(used), wild or not clean, i)
+        _spans(out, counts, x, meld["suit"], have[meld["suit"]], wilds, low, high, clean, i)
+    return out
 
 
-def _runs(counts: list[int], x: int, suit: int) -> Iterator[Piece]:
+# per suit and run position 0..15: the natural identity there (-1 off the run)
+_NAT = tuple(tuple(_natural(s, q) if 1 <= q <= 14 else -1 for q in range(16)) for s in range(4))
+
+
+def _have(counts: list[int], suit: int) -> int:
+    """Bit q: the natural card of position q of ``suit`` is among ``counts``."""
+    base, mask = suit * 13, 0
+    for x in range(base, base + 13):
+        if counts[x]:
+            mask |= _BITS[x]
+    return mask
+
+
+def _runs(out: list[Piece], counts: list[int], x: int, suit: int, have: int, wilds: list[int]) -> None:
     """New runs of ``suit`` (3 cards or more) holding ``x``."""
-    for p in (q for s, q in _positions(x) if s == suit):  # x as a natural card at p
-        for a, b, _ in _reach(counts, suit, p - 1, p + 1, 1):
-            if b - a >= 2:
-                for used, wild in _fill(counts, x, suit, list(range(a, b + 1)), True, 0):
-                    yield Piece(used, len(used), wild)
+    nat = _NAT[suit]
+    if x < 52 and x // 13 == suit:  # x as a natural card at p
+        for p in (1, 14) if x % 13 == 0 else (x % 13 + 1,):
+            for a, b in _reach(have, p - 1, p + 1, 1):
+                if b - a >= 2:
+                    _fill(out, counts, x, nat, have, list(range(a, b + 1)), wilds, True, 0, 0, -1, False)
     if x in PANKALS:  # x as the pankal at q, every other position natural
         for q in range(1, 15):
-            if x != _natural(suit, q):
-                for a, b, _ in _reach(counts, suit, q - 1, q + 1, 0):
+            if x != nat[q] and (have >> (q - 1) & 1 or have >> (q + 1) & 1):
+                for a, b in _reach(have, q - 1, q + 1, 0):
                     if b - a >= 2:
-                        for used, wild in _fill(counts, x, suit, list(range(a, b + 1)), True, q):
-                            yield Piece(used, len(used), wild)
+                        _fill(out, counts, x, nat, have, list(range(a, b + 1)), wilds, True, q, 0, -1, False)
 
 
-def _spans(counts: list[int], x: int, suit: int, low: int, high: int, wild_ok: bool) -> Iterator[tuple]:
-    """Cards added below ``low`` and above ``high`` of a run of ``suit``, holding ``x``, with at
-    most one pankal if ``wild_ok``. Yields (identities used, whether a pankal was used)."""
+def _spans(
+    out: list[Piece],
+    counts: list[int],
+    x: int,
+    suit: int,
+    have: int,
+    wilds: list[int],
+    low: int,
+    high: int,
+    wild_ok: bool,
+    extends: int,
+) -> None:
+    """Cards added below ``low`` and above ``high`` of run meld ``extends`` of ``suit``, holding
+    ``x``, with at most one pankal if ``wild_ok``."""
+    nat = _NAT[suit]
+    size = high - low + 1
     natural = {q for s, q in _positions(x) if s == suit}
-    for a, b, _ in _reach(counts, suit, low - 1, high + 1, 1 if wild_ok else 0):
+    for a, b in _reach(have, low - 1, high + 1, 1 if wild_ok else 0):
         slots = [*range(a, low), *range(high + 1, b + 1)]
         if natural.intersection(slots):
-            yield from _fill(counts, x, suit, slots, wild_ok, 0)
+            _fill(out, counts, x, nat, have, slots, wilds, wild_ok, 0, size, extends, not wild_ok)
         elif wild_ok and x in PANKALS:
             for q in slots:
-                if x != _natural(suit, q):
-                    yield from _fill(counts, x, suit, slots, True, q)
+                if x != nat[q]:
+                    _fill(out, counts, x, nat, have, slots, wilds, True, q, size, extends, False)
 
 
-def _reach(counts: list[int], suit: int, below: int, above: int, gaps: int) -> Iterator[tuple[int, int, int]]:
-    """Spans [a, below] + [above, b] (each possibly empty) with at most ``gaps`` positions whose
-    natural card is missing: (a, b, missing)."""
+def _reach(have: int, below: int, above: int, gaps: int) -> list[tuple[int, int]]:
+    """Spans [a, below] + [above, b] (each possibly empty, not both) with at most ``gaps``
+    positions whose natural card is missing (``have``: the positions present): (a, b)."""
     downs = [(below + 1, 0)]
     missing = 0
     for q in range(below, 0, -1):
-        missing += counts[_natural(suit, q)] == 0
-        if missing > gaps:
-            break
+        if not have >> q & 1:
+            missing += 1
+            if missing > gaps:
+                break
         downs.append((q, missing))
     ups = [(above - 1, 0)]
     missing = 0
     for q in range(above, 15):
-        missing += counts[_natural(suit, q)] == 0
-        if missing > gaps:
-            break
+        if not have >> q & 1:
+            missing += 1
+            if missing > gaps:
+                break
         ups.append((q, missing))
-    for a, m1 in downs:
-        for b, m2 in ups:
-            if m1 + m2 <= gaps and (a <= below or b >= above):
-                yield a, b, m1 + m2
+    return [(a, b) for a, m1 in downs for b, m2 in ups if m1 + m2 <= gaps and (a <= below or b >= above)]
 
 
 def _fill(
-    counts: list[int], x: int, suit: int, slots: list[int], wild_ok: bool, wild_at: int
-) -> Iterator[tuple]:
+    out: list[Piece],
+    counts: list[int],
+    x: int,
+    nat: tuple[int, ...],
+    have: int,
+    slots: list[int],
+    wilds: list[int],
+    wild_ok: bool,
+    wild_at: int,
+    size: int,
+    extends: int,
+    dirty: bool,
+) -> None:
     """Fillings of ``slots`` holding ``x``: naturals, and at most one pankal if ``wild_ok``
-    (``wild_at`` > 0: x itself is the pankal there). Yields (identities used, pankal used)."""
-    need = [_natural(suit, q) for q in slots]
+    (``wild_at`` > 0: x itself is the pankal there), as pieces of ``size`` more cards."""
+    size += len(slots)
     if wild_at:
-        used = (*(n for q, n in zip(slots, need, strict=True) if q != wild_at), x)
-        if all(used.count(i) <= counts[i] for i in set(used)):
-            yield used, True
+        used = [nat[q] for q in slots if q != wild_at]
+        used.append(x)
+        if all(used.count(i) <= counts[i] for i in used):
+            out.append(Piece(tuple(used), size, True, extends))
         return
-    short = []
-    taken: dict[int, int] = {}
-    for q, n in zip(slots, need, strict=True):
-        taken[n] = taken.get(n, 0) + 1
-        if taken[n] > counts[n]:
-            short.append(q)
+    # the short positions: no natural card, or the second of the low and high ace with one ace
+    short = [q for q in slots if not have >> q & 1]
+    if slots[0] == 1 and slots[-1] == 14 and counts[nat[1]] == 1:
+        short.append(14)
     if len(short) > 1 or (short and not wild_ok):
         return
     # the pankal's slot: the one short position; with none short, no pankal or any position
     # (a pankal in place of a natural card kept for elsewhere)
-    options = short if short else [0, *slots] if wild_ok else [0]
-    for slot in options:
-        base = [n for q, n in zip(slots, need, strict=True) if q != slot]
+    for slot in short if short else [0, *slots] if wild_ok else [0]:
+        base = [nat[q] for q in slots if q != slot]
         if slot == 0:
             if x in base:
-                yield tuple(base), False
+                out.append(Piece(tuple(base), size, dirty, extends))
             continue
-        for w in PANKALS:
-            if w == _natural(suit, slot):
+        for w in wilds:
+            if w == nat[slot]:
                 continue  # a 2 in its own natural place is no pankal
-            used = (*base, w)
-            if x in used and used.count(w) <= counts[w]:
-                yield used, True
+            if (x == w or x in base) and base.count(w) < counts[w]:
+                out.append(Piece((*base, w), size, True, extends))
 
 
 def _ace_sets(counts: list[int], x: int, size: int, least: int, wild_ok: bool) -> Iterator[Piece]:
