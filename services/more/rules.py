@@ -235,10 +235,12 @@ class State:
         return fresh._start_round()
 
     def timeout_move(self, seat: int) -> JsonDict:
-        """The least harmful move: bid 0; draw (never take the pile); in the play phase discard the
-        least valuable card (lowest points, then a non-pankal, then the lowest id), which also
-        keeps this turn's melds; if no discard is allowed (the taken pile's top card still to
-        meld, a going-down short of 7.5), take the turn's melding back first."""
+        """A plain, safe turn: bid 0; draw (never take the pile); in the play phase meld what the
+        hand allows, one listed step at a time (additions to the side's melds first, then new
+        melds, each the first listed), then discard the least valuable card (lowest points, then
+        a non-pankal, then the lowest id). Melding makes the scores grow, so a match of timeouts
+        reaches the target and ends. A player the 7.5 minimum binds melds only if that whole
+        melding reaches 7.5; if no discard is allowed, the turn's melding is taken back first."""
         moves = self.legal_moves(seat)
         if not moves:
             raise NotYourTurn(seat)
@@ -246,11 +248,27 @@ class State:
             for move in moves:
                 if kind in move:
                     return move
+        step = _first_melding_step(moves)
+        t = self.s["t"]
+        opens = not t["opening"] or t["halves"] >= OPENING_HALVES
+        if step is not None and (opens or self._melding_opens(seat)):
+            return step
         discards = [m["discard"]["card"] for m in moves if "discard" in m]
         if discards:
             card = min(discards, key=lambda c: (points(c), is_pankal(c), c))
             return {"discard": {"card": card}}
         return next((m for m in moves if "take_back" in m), moves[0])
+
+    def _melding_opens(self, seat: int) -> bool:
+        """Does the timeout policy's melding, played out from here on a copy, reach 7.5?"""
+        trial = type(self)(_copy_state(self.s))
+        while True:
+            step = _first_melding_step(trial.legal_moves(seat))
+            if step is None:
+                return trial.s["t"]["halves"] >= OPENING_HALVES
+            trial.apply(seat, step)
+            if trial.s["t"]["halves"] >= OPENING_HALVES:
+                return True
 
     # ---- moves ----
 
@@ -787,6 +805,15 @@ def _copy_state(d: JsonDict) -> JsonDict:
             "discard": None if undo["discard"] is None else undo["discard"][:],
         }
     return out
+
+
+def _first_melding_step(moves: list[JsonDict]) -> JsonDict | None:
+    """The timeout policy's melding step: the first listed addition, else the first new meld."""
+    for kind in ("add_to_meld", "lay_meld"):
+        for move in moves:
+            if kind in move:
+                return move
+    return None
 
 
 def _clockwise(start: int) -> list[int]:

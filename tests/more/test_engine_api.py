@@ -8,8 +8,8 @@ import random
 
 from services.engine import RuleViolation
 from services.more.cards import points
-from services.more.rules import State
-from tests.more.helpers import c, cs, meld, position
+from services.more.rules import TARGET, State
+from tests.more.helpers import c, check_invariants, cs, meld, position
 from tests.more.test_playouts import choose
 from tests.more.test_rules import add, discard, lay
 
@@ -79,6 +79,23 @@ def test_timeout_move_is_legal_deterministic_and_ends_a_match():
             state.apply(seat, move)
 
 
+def test_a_match_of_timeouts_with_default_options_reaches_the_target():
+    """The server plays timeout_move for a seat whose time ran out: a match in which every
+    decision times out ends like any other, at 3100, cards accounted for at every step."""
+    for seed, options in ((1, {}), (2, {"bid_for_solo": True})):
+        state = State.new(3, seed, options)
+        steps = 0
+        while not state.is_over():
+            steps += 1
+            assert steps <= 20_000, f"seed {seed}: no end after 20,000 timeout moves"
+            for seat in state.active_seats():
+                state.apply(seat, state.timeout_move(seat))
+                if steps % 50 == 0:
+                    check_invariants(state)
+        check_invariants(state)
+        assert max(state.scores()) >= TARGET and state.winners()
+
+
 def test_timeout_policy_draws_bids_zero_and_discards_the_least_valuable_card():
     bidding = State.new(3, 1, {"bid_for_solo": True, "max_rounds": 1})
     assert bidding.timeout_move(0) == {"bid": {"amount": 0}}
@@ -86,18 +103,48 @@ def test_timeout_policy_draws_bids_zero_and_discards_the_least_valuable_card():
         [cs("KC 5C 6C"), cs("JK AS 4D 9H"), cs("QC JC 10C")], turn=1, phase="draw", discard=cs("4H")
     )
     assert state.timeout_move(1) == {"draw": {}}
-    state = position([cs("KC 5C 6C"), [c("JK"), *cs("AS 9H 4D 2S")], cs("QC JC 10C")], turn=1)
-    assert state.timeout_move(1) == discard(c("4D"))
+    state = position([cs("KC 5C 6C"), [c("JK"), *cs("AS 9H 4D 2H")], cs("QC JC 10C")], turn=1)
+    assert state.timeout_move(1) == discard(c("4D"))  # nothing to meld
     assert points(c("4D")) == 5
 
 
-def test_timeout_policy_takes_back_when_no_discard_is_allowed():
-    # the taken pile's top card not melded yet
+def test_timeout_policy_melds_what_the_hand_allows_then_discards():
+    table = [meld("pair", cs("5D 6D 7D"))]
+    state = position([cs("KC 5C 6C"), cs("8D 3S 4S 5S 9H KH"), cs("QC JC 10C")], turn=1, melds=table)
+    assert state.timeout_move(1) == add(0, c("8D"), low_end=False)  # additions first
+    state.apply(1, state.timeout_move(1))
+    assert state.timeout_move(1) == lay(cs("3S 4S 5S"))
+    state.apply(1, state.timeout_move(1))
+    assert state.timeout_move(1) == discard(c("9H"))
+    # a taken pile's top card is melded too
     state = position(
         [cs("KC 5C 6C"), cs("3S 4S 9H"), cs("QC JC 10C")], turn=1, phase="draw", discard=cs("9D 5S")
     )
     state.apply(1, {"take_pile": {}})
-    assert state.timeout_move(1) == {"take_back": {}}
+    assert state.timeout_move(1) == lay(cs("3S 4S 5S"))
+
+
+def test_timeout_policy_under_the_7_5_minimum_melds_only_a_melding_that_reaches_it():
+    short = position([cs("KC 5C 6C"), cs("3S 4S 5S 9H 9D"), cs("QC JC 10C")], turn=1, scores=(0, 1600, 0))
+    assert short.timeout_move(1) == discard(c("3S"))  # 1.5 points: no going down, no take back
+    enough = position(
+        [cs("KC 5C 6C"), cs("JS QS KS AS 9H JH QH KH 4D"), cs("QC JC 10C")], turn=1, scores=(0, 1600, 0)
+    )
+    steps = []
+    while "discard" not in (move := enough.timeout_move(1)):
+        steps.append(move)
+        enough.apply(1, move)
+    assert steps and enough.to_dict()["t"]["halves"] >= 15
+    enough.apply(1, move)
+    assert enough.to_dict()["down"][1] and len(enough.to_dict()["melds"]) == 2
+
+
+def test_timeout_policy_takes_back_when_no_discard_is_allowed():
+    # the taken pile's top card not melded yet, and melding closed
+    state = position(
+        [cs("KC 5C 6C"), cs("3S 4S 9H"), cs("QC JC 10C")], turn=1, phase="draw", discard=cs("9D 5S")
+    )
+    state.apply(1, {"take_pile": {}})
     state.apply(1, {"take_back": {}})
     assert state.timeout_move(1) == {"draw": {}}
     # a going-down short of 7.5
