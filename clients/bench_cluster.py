@@ -18,9 +18,11 @@ import argparse
 import asyncio
 import contextlib
 import os
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import IO
 
 import redis
 
@@ -119,11 +121,15 @@ def _plain_redis_pid(redis_url: str) -> int:
         client.close()
 
 
-def run_setup(masters: int, args: argparse.Namespace) -> Row:
+def run_setup(masters: int, args: argparse.Namespace, log: IO[bytes]) -> Row:
     with running_redis_setup(masters, args.cluster_replicas) as setup:
         listen = f"127.0.0.1:{free_port()}"
         with running_system(
-            [args.game], args.replicas, gateway_listen=listen, redis_url=setup.redis_url if setup else None
+            [args.game],
+            args.replicas,
+            gateway_listen=listen,
+            redis_url=setup.redis_url if setup else None,
+            log=log,
         ) as system:
             if setup is None:
                 setup = Setup("one Redis", system.redis_url, [_plain_redis_pid(system.redis_url)])
@@ -183,7 +189,11 @@ def main() -> None:
         ("MOGAMES_WEB_LISTEN", ""),  # no web port: only native gRPC is measured
     ):
         os.environ.setdefault(name, value)
-    report([run_setup(m, args) for m in masters], args)
+    # The server processes' logs (warnings and errors: an INTERNAL answer's traceback).
+    with tempfile.NamedTemporaryFile(prefix="mogames-bench-cluster-", suffix=".log", delete=False) as log:
+        rows = [run_setup(m, args, log) for m in masters]
+    report(rows, args)
+    print(f"server logs: {log.name}")
 
 
 if __name__ == "__main__":
