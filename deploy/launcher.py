@@ -80,6 +80,9 @@ def running_system(
                 wait_for_port(port, timeout_s=60)
             python_gateway = f"127.0.0.1:{free_port()}" if nginx_front else gateway_listen
             env["MOGAMES_GATEWAY_LISTEN"] = python_gateway
+            if nginx_front:
+                # nginx, on loopback, names each client to the gateway (the lobby's budgets).
+                env.setdefault("MOGAMES_TRUSTED_PROXIES", "127.0.0.1")
             command = [sys.executable, "-m", "gateway"]
             processes.append(subprocess.Popen(command, env=env, stdout=log, stderr=log))
             wait_for_port(int(python_gateway.rsplit(":", 1)[1]), timeout_s=60)

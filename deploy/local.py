@@ -113,6 +113,9 @@ def children(settings: RunSettings, workdir: Path) -> list[Child]:
         env[f"MOGAMES_BACKENDS_{game.upper()}"] = ",".join(addresses)
     gateway_listen = f"127.0.0.1:{free_port()}" if settings.nginx else settings.gateway_listen
     gateway_env = {**env, "MOGAMES_GATEWAY_LISTEN": gateway_listen}
+    if settings.nginx:
+        # nginx, on loopback, names each client to the gateway (the lobby's budgets).
+        gateway_env.setdefault("MOGAMES_TRUSTED_PROXIES", "127.0.0.1")
     ready = _when_listening(_port_of(gateway_listen))
     plan.append(Child("gateway", [sys.executable, "-m", "gateway"], gateway_env, ready=ready, stage=2))
     if settings.nginx:

@@ -25,6 +25,7 @@ from services.runtime.codec import generated_modules
 from services.runtime.errors import InvalidArgument
 from services.runtime.limits import client_id
 from services.runtime.redis_client import RedisClient
+from services.runtime.settings import InputLimits
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -80,14 +81,14 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         pools: dict[str, ReplicaPool] | None = None,
         redis: RedisClient | None = None,
         find_wait_s: int = 30,
-        client_id_metadata: str = "",
+        limits: InputLimits | None = None,
     ) -> None:
         self.response = lobby_pb2.ListGamesResponse(games=[game_info(g) for g in games])
         self.games = {g.name: g for g in games}
         self.pools = pools or {}
         self.redis = redis
         self.find_wait_s = find_wait_s
-        self.client_id_metadata = client_id_metadata
+        self.limits = limits or InputLimits()
         self.matchmaker = Matchmaker(redis, self.games, self.pools) if redis is not None else None
 
     async def ListGames(
@@ -156,7 +157,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
     ) -> lobby_pb2.FindMatchResponse:
         self._game(request.game)
         matchmaker = self._matchmaker()
-        client = client_id(context.invocation_metadata(), context.peer(), self.client_id_metadata)
+        client = client_id(context.invocation_metadata(), context.peer(), self.limits)
         ticket = matchmaker.ticket(
             request.game, request.players, request.ticket_id, request.player_name, client
         )

@@ -8,7 +8,7 @@ about a match goes to the replica its match id hashes to (see backends.ReplicaPo
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
@@ -17,6 +17,7 @@ from mogames.common.v1 import common_pb2
 
 from gateway.backends import ReplicaPool
 from services.runtime.limits import FORWARDED_CLIENT, client_id
+from services.runtime.settings import InputLimits
 
 # A unary call with no client deadline still gets one here: a backend that hangs must not
 # hold the call forever.
@@ -57,7 +58,7 @@ class Route:
     by_match: bool  # route by the request's match id (field 1)
     # Budgets are per client: tell the replica who the client is (see limits.client_id).
     names_client: bool
-    client_id_metadata: str = ""
+    limits: InputLimits = field(default_factory=InputLimits)
 
     def __post_init__(self) -> None:
         # One multicallable per replica, made once rather than on every call.
@@ -71,7 +72,7 @@ class Route:
         kept = _forwarded(incoming)
         if not self.names_client:
             return kept
-        client = client_id(incoming, context.peer(), self.client_id_metadata)
+        client = client_id(incoming, context.peer(), self.limits)
         return (*(kept or ()), (FORWARDED_CLIENT, client))
 
     async def target(self, request: bytes) -> Any:

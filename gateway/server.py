@@ -59,15 +59,13 @@ async def build(
                 streaming=method.server_streaming,
                 by_match=_routes_match_id(method),
                 names_client=method.name in ClientBudgets.METHODS,
-                client_id_metadata=settings.limits.client_id_metadata,
+                limits=settings.limits,
             )
     server = serving.new_server(settings.limits, connection_age_s=settings.max_connection_age_s)
     server.add_generic_rpc_handlers([GameProxy(routes)])
     # The lobby's indexes and matchmaking pools; connected lazily, at the first lobby call.
     lobby_redis = connect(settings.redis_url, settings.redis_password)
-    lobby = LobbyServicer(
-        games, pools_by_game, lobby_redis, settings.find_wait_s, settings.limits.client_id_metadata
-    )
+    lobby = LobbyServicer(games, pools_by_game, lobby_redis, settings.find_wait_s, settings.limits)
     lobby_pb2_grpc.add_LobbyServicer_to_server(lobby, server)
     lobby_service = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
     checker = await serving.add_health_and_reflection(

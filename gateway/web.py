@@ -38,7 +38,7 @@ from starlette.staticfiles import StaticFiles
 
 from gateway.backends import ReplicaPool
 from gateway.web_rpc import endpoints
-from services.runtime.settings import GatewaySettings
+from services.runtime.settings import GatewaySettings, InputLimits
 
 log = structlog.get_logger("web")
 
@@ -62,22 +62,30 @@ class _Forwarder(ConnectASGIApplication[None]):
     path = "/"
 
 
-def _rpc_endpoints(pools: list[ReplicaPool], gateway: grpc.aio.Channel) -> dict[str, Any]:
+def _rpc_endpoints(
+    pools: list[ReplicaPool], gateway: grpc.aio.Channel, limits: InputLimits
+) -> dict[str, Any]:
     known = descriptor_pool.Default()
     routes: dict[str, Any] = {}
     for pool in pools:
-        routes.update(endpoints(known.FindServiceByName(pool.service), pool.pick))
+        routes.update(endpoints(known.FindServiceByName(pool.service), pool.pick, limits))
     for own in (
         lobby_pb2.DESCRIPTOR.services_by_name["Lobby"],
         health_pb2.DESCRIPTOR.services_by_name["Health"],
     ):
-        routes.update(endpoints(own, lambda: gateway))
+        routes.update(endpoints(own, lambda: gateway, limits))
     return routes
 
 
-def web_app(pools: list[ReplicaPool], gateway: grpc.aio.Channel, origins: tuple[str, ...], root: Path) -> Any:
+def web_app(
+    pools: list[ReplicaPool],
+    gateway: grpc.aio.Channel,
+    origins: tuple[str, ...],
+    root: Path,
+    limits: InputLimits | None = None,
+) -> Any:
     """The ASGI application of the web port."""
-    routes = _rpc_endpoints(pools, gateway)
+    routes = _rpc_endpoints(pools, gateway, limits or InputLimits())
     rpc = _Forwarder(service=None, endpoints=lambda _: routes, codecs=google_protobuf_codecs())
     # Inside a Starlette app, whose error handling turns a missing file into a 404 answer.
     page: Any = (
@@ -177,7 +185,7 @@ async def start_web(
             shutil.rmtree(own_folder, ignore_errors=True)
         return None
     gateway = grpc.aio.insecure_channel(own_target or _loopback(settings.listen, gateway_port))
-    app = web_app(pools, gateway, settings.web_origins, Path(settings.web_root))
+    app = web_app(pools, gateway, settings.web_origins, Path(settings.web_root), settings.limits)
     port = int(sock.getsockname()[1])
     config = Config()
     config.bind = [f"fd://{sock.detach()}"]

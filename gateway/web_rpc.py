@@ -25,6 +25,8 @@ from google.rpc import status_pb2
 from protobuf.wkt import Any as AnyDetail
 
 from gateway.proxy import DEFAULT_UNARY_TIMEOUT_S
+from services.runtime.limits import FORWARDED_CLIENT, client_named
+from services.runtime.settings import InputLimits
 
 # Picks the channel for one call: a replica of the game, or the gateway's own port.
 ChannelPicker = Callable[[], grpc.aio.Channel]
@@ -50,6 +52,7 @@ _DROP_NAMES = {
     "pragma",
     "priority",
     "dnt",
+    FORWARDED_CLIENT,
 }
 _IDEMPOTENCY = {
     descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS: IdempotencyLevel.NO_SIDE_EFFECTS,
@@ -57,14 +60,17 @@ _IDEMPOTENCY = {
 }
 
 
-def _metadata(ctx: RequestContext[Any, Any]) -> tuple[tuple[str, str | bytes], ...]:
+def _metadata(ctx: RequestContext[Any, Any], limits: InputLimits) -> tuple[tuple[str, str | bytes], ...]:
     forwarded: list[tuple[str, str | bytes]] = []
-    for key, value in ctx.request_headers.allitems():
-        key = key.lower()
+    headers = [(key.lower(), value) for key, value in ctx.request_headers.allitems()]
+    for key, value in headers:
         if key.startswith(_DROP_PREFIXES) or key in _DROP_NAMES:
             continue
         # Binary metadata travels base64-encoded in HTTP headers (both web protocols).
         forwarded.append((key, base64.b64decode(value + "===") if key.endswith("-bin") else value))
+    # Who the client is, for the per-client budgets: our word, not the browser's.
+    host = (ctx.client_address or "").rpartition(":")[0].strip("[]")
+    forwarded.append((FORWARDED_CLIENT, client_named(headers, host, limits)))
     return tuple(forwarded)
 
 
@@ -92,13 +98,13 @@ def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
     return ConnectError(code, error.details() or "", details)
 
 
-def _unary(path: str, pick: ChannelPicker, output: Any) -> Any:
+def _unary(path: str, pick: ChannelPicker, output: Any, limits: InputLimits) -> Any:
     async def forward(request: Any, ctx: RequestContext[Any, Any]) -> Any:
         call = pick().unary_unary(
             path, request_serializer=_serialize, response_deserializer=output.FromString
         )(
             request,
-            metadata=_metadata(ctx),
+            metadata=_metadata(ctx, limits),
             timeout=_timeout_s(ctx, DEFAULT_UNARY_TIMEOUT_S),
             wait_for_ready=True,
         )
@@ -113,11 +119,11 @@ def _unary(path: str, pick: ChannelPicker, output: Any) -> Any:
     return forward
 
 
-def _server_stream(path: str, pick: ChannelPicker, output: Any) -> Any:
+def _server_stream(path: str, pick: ChannelPicker, output: Any, limits: InputLimits) -> Any:
     async def forward(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
         call = pick().unary_stream(
             path, request_serializer=_serialize, response_deserializer=output.FromString
-        )(request, metadata=_metadata(ctx), timeout=_timeout_s(ctx, None), wait_for_ready=True)
+        )(request, metadata=_metadata(ctx, limits), timeout=_timeout_s(ctx, None), wait_for_ready=True)
         first = True
         try:
             async for response in call:
@@ -141,10 +147,13 @@ def _serialize(message: Any) -> bytes:
     return message.SerializeToString()  # type: ignore[no-any-return]
 
 
-def endpoints(service: descriptor.ServiceDescriptor, pick: ChannelPicker) -> Mapping[str, Endpoint[Any, Any]]:
+def endpoints(
+    service: descriptor.ServiceDescriptor, pick: ChannelPicker, limits: InputLimits | None = None
+) -> Mapping[str, Endpoint[Any, Any]]:
     """``/<package>.<Service>/<Method>`` -> an endpoint forwarding it, for every unary and
     server-streaming method of ``service`` (the only kinds the contract has)."""
     built: dict[str, Endpoint[Any, Any]] = {}
+    limits = limits or InputLimits()
     for method in service.methods:
         if method.client_streaming:
             raise ValueError(f"{service.full_name}/{method.name}: client streaming is not forwarded")
@@ -162,7 +171,7 @@ def endpoints(service: descriptor.ServiceDescriptor, pick: ChannelPicker) -> Map
         )
         path = f"/{service.full_name}/{method.name}"
         if method.server_streaming:
-            built[path] = Endpoint.server_stream(info, _server_stream(path, pick, output_class))
+            built[path] = Endpoint.server_stream(info, _server_stream(path, pick, output_class, limits))
         else:
-            built[path] = Endpoint.unary(info, _unary(path, pick, output_class))
+            built[path] = Endpoint.unary(info, _unary(path, pick, output_class, limits))
     return built

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ipaddress
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,8 +28,9 @@ WINDOW_S = 3600
 
 @asynccontextmanager
 async def limited_system(redis_url: str, **budgets: int) -> AsyncIterator[grpc.aio.Channel]:
-    """Two Happy Mochi replicas with ``budgets`` behind a gateway; clients named by CLIENT_KEY."""
-    limits = InputLimits(client_id_metadata=CLIENT_KEY)
+    """Two Happy Mochi replicas with ``budgets`` behind a gateway; clients named by CLIENT_KEY
+    (the test's calls come from loopback, a trusted proxy here)."""
+    limits = InputLimits(client_id_metadata=CLIENT_KEY, trusted_proxies=(ipaddress.ip_network("127.0.0.1"),))
     settings = dataclasses.replace(
         service_settings("happy_mochi", redis_url), limits=limits, rate_window_s=WINDOW_S, **budgets
     )

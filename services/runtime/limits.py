@@ -2,12 +2,13 @@
 
 Field bounds are checked on the decoded protobuf message, before anything converts it, so
 an oversize request costs its decoding and nothing more. Client budgets are fixed-window
-counters in Redis, shared by every replica; a client is its peer address, or the value
-of a configured metadata key set by a trusted proxy (``InputLimits.client_id_metadata``).
+counters in Redis, shared by every replica; a client is its peer address, or what a
+trusted proxy says it is (``client_id``).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import time
 from typing import Any
 
@@ -19,10 +20,10 @@ from mogames.common.v1 import common_pb2
 
 from services.runtime import keys
 from services.runtime.errors import InvalidArgument, ResourceExhausted
-from services.runtime.settings import InputLimits, ServiceSettings
+from services.runtime.settings import InputLimits, IPNetwork, ServiceSettings
 
 # Metadata the gateway sets to the client it serves, replacing whatever the client sent;
-# services trust it because only gateways reach them.
+# services trust it because only gateways (and our nginx front) reach them.
 FORWARDED_CLIENT = "mogames-client"
 MAX_CLIENT_ID = 64
 
@@ -65,16 +66,44 @@ def _peer_host(peer: str) -> str:
     return host.strip("[]") or peer
 
 
-def client_id(metadata: Any, peer: str, metadata_key: str) -> str:
-    """Who is calling, for budgets: the gateway's word, a trusted proxy's header, or the peer."""
-    values = dict(metadata or ())
-    value = values.get(FORWARDED_CLIENT) or (values.get(metadata_key) if metadata_key else None)
-    if isinstance(value, bytes):
-        value = value.decode(errors="replace")
-    if value:
-        # A proxy chain lists the original client first.
-        return value.split(",", 1)[0].strip()[:MAX_CLIENT_ID]
-    return _peer_host(peer)[:MAX_CLIENT_ID]
+def _is_trusted(host: str, proxies: tuple[IPNetwork, ...]) -> bool:
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a Unix socket or an unparsable peer is nobody's proxy
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return any(address in network for network in proxies)
+
+
+def client_id(metadata: Any, peer: str, limits: InputLimits, trust_any_peer: bool = False) -> str:
+    """Who is calling a gRPC port (``peer`` as gRPC names it), for budgets: see client_named.
+    A Unix-socket peer is the gateway's own web port (gateway.web.own_listener: a socket in
+    a folder only this user reaches), a proxy like any trusted one."""
+    own = peer.startswith("unix:")
+    return client_named(metadata, _peer_host(peer), limits, trust_any_peer, trusted=own)
+
+
+def client_named(
+    metadata: Any, host: str, limits: InputLimits, trust_any_peer: bool = False, trusted: bool = False
+) -> str:
+    """The client's name for budgets: the peer's address ``host``, unless the peer is a
+    trusted proxy (``limits.trusted_proxies``), whose ``mogames-client`` (else
+    ``client_id_metadata``) header names the client instead. ``trust_any_peer`` takes any
+    peer's ``mogames-client``, the header only gateways and our nginx set (replacing the
+    client's). A client's own word is never taken: it would choose its own budget."""
+    proxy = trusted or _is_trusted(host, limits.trusted_proxies)
+    if proxy or trust_any_peer:
+        values = dict(metadata or ())
+        value = values.get(FORWARDED_CLIENT)
+        if not value and proxy and limits.client_id_metadata:
+            value = values.get(limits.client_id_metadata)
+        if isinstance(value, bytes):
+            value = value.decode(errors="replace")
+        if value:
+            # A proxy chain lists the original client first.
+            return str(value).split(",", 1)[0].strip()[:MAX_CLIENT_ID]
+    return host[:MAX_CLIENT_ID]
 
 
 class ClientBudgets:
@@ -88,10 +117,13 @@ class ClientBudgets:
         self.per_window = {"CreateMatch": settings.create_per_window, "JoinMatch": settings.join_per_window}
         self.max_waiting = settings.max_waiting_per_client
         self.waiting_ttl_s = settings.abandon_after_s
-        self.metadata_key = settings.limits.client_id_metadata
+        self.limits = settings.limits
 
     def who(self, context: grpc.aio.ServicerContext) -> str:
-        return client_id(context.invocation_metadata(), context.peer(), self.metadata_key)
+        # Only gateways reach a service (README, "Budgets"), so any peer's word counts,
+        # unless the service is told which peers are its gateways.
+        trust_any_peer = not self.limits.trusted_proxies
+        return client_id(context.invocation_metadata(), context.peer(), self.limits, trust_any_peer)
 
     async def admit(self, method: str, client: str) -> None:
         """Count this call against the client's budget; ResourceExhausted when over it."""

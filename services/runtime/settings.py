@@ -95,6 +95,24 @@ def _metrics_listen() -> str:
     return _address(name, "") if os.environ.get(name) else ""
 
 
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def _networks(name: str) -> tuple[IPNetwork, ...]:
+    """Comma-separated addresses or networks (``10.0.0.5``, ``10.0.0.0/8``, ``::1``)."""
+    networks = []
+    for entry in (e.strip() for e in os.environ.get(name, "").split(",")):
+        if not entry:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError:
+            raise SettingsError(
+                f"{name} must list IP addresses or networks (10.0.0.5, 10.0.0.0/8), got {entry!r}"
+            ) from None
+    return tuple(networks)
+
+
 @dataclass(frozen=True)
 class InputLimits:
     """Bounds on client input, in every process that decodes requests."""
@@ -109,6 +127,10 @@ class InputLimits:
     # Metadata whose value identifies a client to the rate limits (e.g. ``x-forwarded-for``
     # set by a trusted proxy); empty: the peer's IP address.
     client_id_metadata: str = ""
+    # Peers (addresses or networks) whose word on who the client is counts: their
+    # ``mogames-client`` or client_id_metadata header names the client. Anyone else is
+    # named by its own address, whatever it sends (services/runtime/limits.client_id).
+    trusted_proxies: tuple[IPNetwork, ...] = ()
 
     @classmethod
     def from_env(cls) -> InputLimits:
@@ -118,6 +140,7 @@ class InputLimits:
             max_repeated=_int("MOGAMES_MAX_REPEATED", 256, minimum=16),
             max_layout_tiles=_int("MOGAMES_MAX_LAYOUT_TILES", 200, minimum=16),
             client_id_metadata=os.environ.get("MOGAMES_CLIENT_ID_METADATA", "").strip().lower(),
+            trusted_proxies=_networks("MOGAMES_TRUSTED_PROXIES"),
         )
 
 
