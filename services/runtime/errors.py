@@ -63,8 +63,14 @@ class PermissionDenied(ServiceError):
 
 
 class Unavailable(ServiceError):
+    """Retry later (with the same request id): the client gets a RetryInfo saying when."""
+
     code = grpc.StatusCode.UNAVAILABLE
     reason = "store_unavailable"
+
+    def __init__(self, message: str, reason: str | None = None, retry_after_s: float = 1.0) -> None:
+        super().__init__(message, reason=reason)
+        self.retry_after_s = retry_after_s
 
 
 class ResourceExhausted(ServiceError):
@@ -109,7 +115,49 @@ def to_service_error(error: Exception) -> ServiceError | None:
         # A commit is one script, applied whole or not at all: retrying the same request_id is
         # safe whichever happened.
         return Unavailable("match store unavailable, retry with the same request_id")
+    if isinstance(error, grpc.aio.AioRpcError):
+        return _from_backend(error)
     return None
+
+
+# A call the gateway made to a game service on a client's behalf (the lobby's): a replica
+# down, slow or out of time is the client's cue to retry, never an internal error.
+_BACKEND_RETRY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
+_BACKEND_REFUSALS = {
+    cls.code: cls
+    for cls in (InvalidArgument, NotFound, FailedPrecondition, Aborted, Unauthenticated, PermissionDenied)
+}
+
+
+def _from_backend(error: grpc.aio.AioRpcError) -> ServiceError | None:
+    code = error.code()
+    details = clip(error.details() or "")
+    reason, retry_after_s = _backend_details(error)
+    if code in _BACKEND_RETRY:
+        message = f"game service unavailable ({code.name}: {details}), retry"
+        return Unavailable(message, "backend_unavailable", retry_after_s or 1.0)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return ResourceExhausted(details, retry_after_s or 1.0, reason or None)
+    refusal = _BACKEND_REFUSALS.get(code)
+    return None if refusal is None else refusal(details, reason or None)
+
+
+def _backend_details(error: grpc.aio.AioRpcError) -> tuple[str, float]:
+    """The reason and retry delay a backend's rich details carry ('' and 0 when none)."""
+    reason, retry_after_s = "", 0.0
+    for key, value in error.trailing_metadata() or ():
+        if key != "grpc-status-details-bin" or not isinstance(value, bytes):
+            continue
+        for detail in status_pb2.Status.FromString(value).details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                reason = info.reason
+            elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                retry = error_details_pb2.RetryInfo()
+                detail.Unpack(retry)
+                retry_after_s = retry.retry_delay.ToMilliseconds() / 1000
+    return reason, retry_after_s
 
 
 def to_status(error: ServiceError) -> grpc.Status:
@@ -118,7 +166,7 @@ def to_status(error: ServiceError) -> grpc.Status:
     if error.field:
         violation = error_details_pb2.BadRequest.FieldViolation(field=clip(error.field), description=message)
         details.append(error_details_pb2.BadRequest(field_violations=[violation]))
-    if isinstance(error, ResourceExhausted):
+    if isinstance(error, (ResourceExhausted, Unavailable)):
         delay = duration_pb2.Duration()
         delay.FromMilliseconds(max(1, round(error.retry_after_s * 1000)))
         details.append(error_details_pb2.RetryInfo(retry_delay=delay))

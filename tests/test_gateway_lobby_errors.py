@@ -1,0 +1,109 @@
+"""The lobby's own calls to a game service (matchmaking's CreateMatch and JoinMatch): a
+replica that hangs past their deadline makes FindMatch answer UNAVAILABLE with a retry
+hint, not INTERNAL. A real service process (SIGSTOPped) behind a real gateway."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+import uuid
+
+import grpc
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
+
+import gateway.matchmaker
+from clients.game_client import GameClient
+from deploy.redis_server import free_port, wait_for_port
+from gateway.server import build as build_gateway
+from services.runtime.settings import GatewaySettings
+from tests.conftest import TOKEN_SECRET
+from tests.helpers import refusal
+from tests.test_processes import spawn
+
+GAME = "happy_mochi"
+# The lobby's deadline for its calls to a replica (10 s in service), short for the test.
+RPC_TIMEOUT_S = 1.0
+
+
+def retry_delay_s(error: grpc.aio.AioRpcError) -> float:
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    for detail in status.details if status else ():
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            return info.retry_delay.ToMilliseconds() / 1000
+    raise AssertionError(f"no RetryInfo in {error}")
+
+
+async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_with_a_retry_hint(
+    redis_url, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(gateway.matchmaker, "RPC_TIMEOUT_S", RPC_TIMEOUT_S)
+    port = free_port()
+    service = spawn(
+        ["-m", "services", GAME],
+        {
+            "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+            "MOGAMES_REDIS_URL": redis_url,
+            "MOGAMES_LISTEN": f"127.0.0.1:{port}",
+        },
+        tmp_path / "service.log",
+    )
+    server, _checker, pools, gateway_port = await build_gateway(
+        GatewaySettings(
+            listen="127.0.0.1:0",
+            backends={GAME: (f"127.0.0.1:{port}",)},
+            shutdown_grace_s=1,
+            log_level="warning",
+            redis_url=redis_url,
+        )
+    )
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}")
+    stopped = False
+    try:
+        wait_for_port(port, 30)
+        # Through the gateway first, so its channel to the replica is connected.
+        assert (await GameClient(channel, GAME).create(2)).match_id
+        lobby = lobby_pb2_grpc.LobbyStub(channel)
+        request = lobby_pb2.FindMatchRequest(
+            game=GAME,
+            players=2,
+            player_name="alone",
+            ticket_id=uuid.uuid4().hex,
+            wait_seconds=1,
+            fill_with_bots=True,  # after 1 s: a match with a bot, made by CreateMatch
+        )
+        os.kill(service.pid, signal.SIGSTOP)
+        stopped = True
+        started = time.monotonic()
+        refused = await refusal(lobby.FindMatch(request, timeout=30))
+        assert refused.code == grpc.StatusCode.UNAVAILABLE, refused
+        assert refused.reason == "backend_unavailable"
+        assert "DEADLINE_EXCEEDED" in refused.details
+        assert time.monotonic() - started < 10  # the lobby's deadline, not the client's
+        try:
+            await lobby.FindMatch(request, timeout=30)
+        except grpc.aio.AioRpcError as error:
+            assert error.code() == grpc.StatusCode.UNAVAILABLE
+            assert 0 < retry_delay_s(error) <= 5
+        else:
+            raise AssertionError("FindMatch succeeded against a stopped replica")
+
+        os.kill(service.pid, signal.SIGCONT)
+        stopped = False
+        # The replica back, the same ticket is seated (the retry the hint asked for).
+        found = await lobby.FindMatch(request, timeout=30)
+        assert found.joined.token and found.joined.match.match_id
+    finally:
+        if stopped:
+            os.kill(service.pid, signal.SIGCONT)
+        await channel.close()
+        await server.stop(None)
+        for pool in pools:
+            await pool.close()
+        service.terminate()
+        service.wait(timeout=20)
