@@ -1,13 +1,14 @@
 """The gateway's web port: Connect (JSON and binary) and gRPC-Web for browsers, and the page.
 
-Served by hypercorn (HTTP/1.1 and cleartext HTTP/2) inside the gateway process, on its
-event loop. Game RPCs go straight to the same replica pools as native gRPC; the lobby and
-health, which the gateway answers itself, go to the gateway's own gRPC server, so that they
-behave exactly as for native clients (interceptors, FindMatch's wait) without a second
-implementation. The gateway process reaches it over a private Unix socket (``own_listener``),
-whatever its public port speaks (TLS there is for the network, not for this hop); without
-one (a gateway built in-process by a test) over its plaintext port on loopback. Any other
-path is a file of the built page (``make web``).
+Served by hypercorn (HTTP/1.1 and HTTP/2; HTTPS with the native port's certificate when the
+gateway has one) inside the gateway process, on its event loop. Game RPCs go straight to
+the same replica pools as native gRPC; the lobby and health, which the gateway answers
+itself, go to the gateway's own gRPC server, so that they behave exactly as for native
+clients (interceptors, FindMatch's wait) without a second implementation. The gateway
+process reaches it over a private Unix socket (``own_listener``), whatever its public port
+speaks (TLS there is for the network, not for this hop); without one (a gateway built
+in-process by a test) over its plaintext port on loopback. Any other path is a file of the
+built page (``make web``).
 """
 
 from __future__ import annotations
@@ -191,9 +192,19 @@ async def start_web(
     config.bind = [f"fd://{sock.detach()}"]
     config.graceful_timeout = settings.shutdown_grace_s
     config.accesslog = None
+    if settings.tls_cert:
+        # The native port's certificate: a browser's bearer token never crosses the network
+        # in clear either (HTTPS, HTTP/2 by ALPN or HTTP/1.1).
+        config.certfile, config.keyfile = settings.tls_cert, settings.tls_key
     # A watch is quiet between moves: heartbeats keep it alive, not a short idle timeout.
     config.keep_alive_timeout = 75
     stop = asyncio.Event()
     task = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
-    log.info("web", port=port, origins=list(settings.web_origins), root=settings.web_root)
+    log.info(
+        "web",
+        port=port,
+        tls=bool(settings.tls_cert),
+        origins=list(settings.web_origins),
+        root=settings.web_root,
+    )
     return WebServer(port, settings.shutdown_grace_s, stop, task, gateway, own_folder)

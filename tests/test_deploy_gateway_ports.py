@@ -1,10 +1,12 @@
 """The gateway process as deployed, TLS on its public port: its plaintext health-only port
 (for the kubelet's native gRPC probes) answers health and nothing else, and its web port
-still reaches what the gateway answers itself (lobby, health) as well as the games."""
+serves HTTPS with the same certificate and still reaches what the gateway answers itself
+(lobby, health) as well as the games."""
 
 from __future__ import annotations
 
 import os
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -38,7 +40,8 @@ class Gateway:
     tls: str
     health: str
     web: str
-    certificate: bytes
+    certificate: bytes  # the PEM clients trust
+    certificate_file: str
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +67,9 @@ def tls_gateway(
     try:
         for port in (tls, health, web):
             wait_for_port(port, timeout_s=60)
-        yield Gateway(f"localhost:{tls}", f"127.0.0.1:{health}", f"http://127.0.0.1:{web}", cert.read_bytes())
+        yield Gateway(
+            f"localhost:{tls}", f"127.0.0.1:{health}", f"localhost:{web}", cert.read_bytes(), str(cert)
+        )
     finally:
         process.terminate()
         assert process.wait(timeout=30) == 0
@@ -111,9 +116,10 @@ async def test_the_public_port_still_speaks_tls_only_and_serves_the_games(tls_ga
         assert match.match_id
 
 
-async def test_the_web_port_reaches_the_lobby_health_and_games_with_tls_on(tls_gateway):
-    async with httpx.AsyncClient(timeout=20) as http:
-        web = WebClient(http, tls_gateway.web, "connect-json")
+async def test_the_web_port_serves_https_and_reaches_the_lobby_health_and_games_with_tls_on(tls_gateway):
+    trusted = ssl.create_default_context(cafile=tls_gateway.certificate_file)
+    async with httpx.AsyncClient(timeout=20, verify=trusted, http2=True) as http:
+        web = WebClient(http, f"https://{tls_gateway.web}", "connect-json")
         games = await web.unary(
             f"/{LOBBY}/ListGames", lobby_pb2.ListGamesRequest(), lobby_pb2.ListGamesResponse
         )
@@ -126,6 +132,9 @@ async def test_the_web_port_reaches_the_lobby_health_and_games_with_tls_on(tls_g
             f"/{HAPPY_MOCHI}/CreateMatch", happymochi_pb2.CreateMatchRequest(players=2), common_pb2.Match
         )
         assert match.status == common_pb2.WAITING_FOR_PLAYERS
+    async with httpx.AsyncClient(timeout=20) as plaintext:
+        with pytest.raises(httpx.TransportError):
+            await plaintext.post(f"http://{tls_gateway.web}/{LOBBY}/ListGames", json={})
 
 
 def test_a_bad_health_address_stops_the_gateway_and_none_means_no_health_port(monkeypatch):
@@ -136,3 +145,17 @@ def test_a_bad_health_address_stops_the_gateway_and_none_means_no_health_port(mo
     monkeypatch.setenv("MOGAMES_HEALTH_LISTEN", "50052")
     with pytest.raises(SettingsError, match="MOGAMES_HEALTH_LISTEN must be host:port"):
         GatewaySettings.from_env()
+
+
+def test_a_plaintext_web_port_off_loopback_stops_the_gateway(monkeypatch, tmp_path):
+    for name in [k for k in os.environ if k.startswith("MOGAMES_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("MOGAMES_BACKENDS_HAPPY_MOCHI", "127.0.0.1:50061")
+    monkeypatch.setenv("MOGAMES_WEB_LISTEN", "0.0.0.0:8080")
+    with pytest.raises(SettingsError, match="is not a loopback address") as refused:
+        GatewaySettings.from_env()
+    assert "MOGAMES_WEB_LISTEN=0.0.0.0:8080" in str(refused.value)
+    cert, key = _self_signed(tmp_path)
+    monkeypatch.setenv("MOGAMES_TLS_CERT", str(cert))
+    monkeypatch.setenv("MOGAMES_TLS_KEY", str(key))
+    assert GatewaySettings.from_env().web_listen == "0.0.0.0:8080"  # served over HTTPS

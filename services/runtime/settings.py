@@ -306,6 +306,13 @@ class GatewaySettings:
                 f"MOGAMES_GATEWAY_LISTEN={settings.listen} is not a loopback address: set MOGAMES_TLS_CERT "
                 "and MOGAMES_TLS_KEY, or MOGAMES_ALLOW_PLAINTEXT=true behind a proxy that encrypts"
             )
+        web = settings.web_listen
+        if web and not settings.tls_cert and not settings.allow_plaintext and not is_loopback(web):
+            raise SettingsError(
+                f"MOGAMES_WEB_LISTEN={web} is not a loopback address: set MOGAMES_TLS_CERT and "
+                "MOGAMES_TLS_KEY (the web port then serves HTTPS), or MOGAMES_ALLOW_PLAINTEXT=true "
+                "behind a proxy that encrypts"
+            )
         return settings
 
 
