@@ -35,6 +35,7 @@ from services.more.cards import (
     name,
     parse_meld,
     points,
+    wild_index,
 )
 from services.more.moves import MAX_BID, check_options, parse_move
 from services.more.scoring import match_winners, score_round
@@ -46,6 +47,7 @@ MORE_PILE_SIZE = 11
 TARGET = 3100
 THRESHOLD = 1500  # "above 1500": strictly greater
 OPENING_HALVES = 15  # 7.5 points
+KNOWN_MELDS = 64  # melds whose wild_index a state remembers
 
 GAME = GameInfo(
     name="more",
@@ -87,6 +89,9 @@ class State:
     def __init__(self, data: JsonDict) -> None:
         self.s = data
         self._take: bool | None = None  # may the turn player take the pile (until the next move)
+        # wild_index of the melds seen (melds are never changed in place: keyed by identity,
+        # each entry holding its meld so that the id stays its own)
+        self._wilds: dict[int, tuple[JsonDict, int]] = {}
 
     # ---- construction and snapshots ----
 
@@ -177,7 +182,13 @@ class State:
         if seat != s["turn"] or phase == "over":
             return []
         if phase == "draw":
-            return [{"draw": {}}, *self._legal_if(seat, "take_pile", {})]
+            # _validate's take_pile checks (the turn player in the draw phase)
+            if s["discard"] and not s["t"]["no_take"]:
+                if self._take is None:
+                    self._take = self._top_meldable(seat, s["discard"][-1])
+                if self._take:
+                    return [{"draw": {}}, {"take_pile": {}}]
+            return [{"draw": {}}]
         t = s["t"]
         hand = s["hands"][seat]
         moves = [] if t["closed"] else self._melding_steps(seat, hand, t)
@@ -210,13 +221,23 @@ class State:
             moves = []
             for cards in three_card_steps(table, ace_ok):
                 moves += self._legal_if(seat, "lay_meld", {"cards": cards})
-        steps = addition_steps(s["melds"], self.side(seat), table, ace_ok)
+        clean = [self._wild_index(m) < 0 for m in s["melds"]] if table.wilds else None
+        steps = addition_steps(s["melds"], self.side(seat), table, ace_ok, clean)
         if len(hand) >= 3:  # an addition leaves two cards or more
             moves += [{"add_to_meld": {"meld": i, "card": c, "low_end": e}} for i, c, e in steps]
         else:
             for i, c, e in steps:
                 moves += self._legal_if(seat, "add_to_meld", {"meld": i, "card": c, "low_end": e})
         return moves
+
+    def _wild_index(self, meld: JsonDict) -> int:
+        known = self._wilds.get(id(meld))
+        if known is not None and known[0] is meld:
+            return known[1]
+        if len(self._wilds) > KNOWN_MELDS:  # mostly melds of earlier turns by now
+            self._wilds.clear()
+        wild = self._wilds[id(meld)] = (meld, wild_index(meld))
+        return wild[1]
 
     def _legal_if(self, seat: int, kind: str, body: JsonDict) -> list[JsonDict]:
         """``[move]`` if the move is allowed now, else ``[]``."""
@@ -429,14 +450,16 @@ class State:
         for card in s["hands"][seat]:
             counts[ident[card]] += 1
         counts[ident[top]] += 1
+        melds = [m for m in s["melds"] if m["side"] == side]
         problem = take.Problem(
             counts=counts,
             top=take.ident(top),
-            melds=[m for m in s["melds"] if m["side"] == side],
+            melds=melds,
             ace_ok=s["scores"][seat] > THRESHOLD,
             need=OPENING_HALVES if s["t"]["opening"] else 0,
             locked=len(s["discard"]) - 1,
             pile_waiting=s["more_state"][side] == "waiting",
+            clean=[self._wild_index(m) < 0 for m in melds],
         )
         return take.can_take(problem)
 

@@ -100,16 +100,19 @@ def three_card_steps(table: Table, ace_sets: bool) -> list[list[int]]:
     return out
 
 
-def addition_steps(melds: list[Meld], side: str, table: Table, ace_ok: bool) -> list[tuple[int, int, bool]]:
+def addition_steps(
+    melds: list[Meld], side: str, table: Table, ace_ok: bool, clean: list[bool] | None = None
+) -> list[tuple[int, int, bool]]:
     """(meld index, card, low_end) for every card of the hand that fits an end of one of
-    ``side``'s melds (ace-sets only if ``ace_ok``)."""
+    ``side``'s melds (ace-sets only if ``ace_ok``; ``clean``: per meld, no pankal in it, worked
+    out here if not given)."""
     out: list[tuple[int, int, bool]] = []
     wilds, mask, at = table.wilds, table.mask, table.at
     for index, meld in enumerate(melds):
         if meld["side"] != side:
             continue
         # pankals fit only a meld without one
-        free = wilds if wilds and wild_index(meld) < 0 else _NONE
+        free = wilds if wilds and (wild_index(meld) < 0 if clean is None else clean[index]) else _NONE
         if meld["kind"] == "ace_set":
             if ace_ok:
                 out += [(index, card, False) for card in table.aces]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from services.more.cards import Meld, half_points, is_dirty, wild_index
+from services.more.cards import Meld, half_points, wild_index
 
 JOKER = 52
 IDENTS = 53
@@ -68,6 +68,7 @@ class Problem:
 
     __slots__ = (
         "ace_ok",
+        "clean",
         "counts",
         "locked",
         "melds",
@@ -89,8 +90,10 @@ class Problem:
         need: int,  # going-down half points this turn needs (15 under the 7.5 rule, else 0)
         locked: int,  # cards of the pile that stay in the hand
         pile_waiting: bool,  # the side's More pile is still waiting
+        clean: list[bool] | None = None,  # per meld: no pankal in it (worked out if not given)
     ) -> None:
         self.counts, self.top, self.melds, self.ace_ok = counts, top, melds, ace_ok
+        self.clean = [wild_index(m) < 0 for m in melds] if clean is None else clean
         self.need, self.locked, self.pile_waiting = need, locked, pile_waiting
         self.nodes = 0
         self.memo: dict[tuple, list[tuple]] = {}
@@ -156,47 +159,54 @@ def _quick(p: Problem) -> bool | None:
     accept = True if not p.need else None
     wild = counts[52] or counts[1] or counts[14] or counts[27] or counts[40]  # PANKALS
     if top in PANKALS:
-        for m in p.melds:
-            if accept and cards >= 3 and m["kind"] == "run" and wild_index(m) < 0 and len(m["cards"]) < 14:
-                return True  # a pankal joins a run without one, at one of its ends
+        if accept and cards >= 3:
+            for m, clean in zip(p.melds, p.clean, strict=True):
+                if clean and m["kind"] == "run" and len(m["cards"]) < 14:
+                    return True  # a pankal joins a run without one, at one of its ends
         return None
     suit, rank = divmod(top, 13)
     if rank == 0 and p.ace_ok:
         if any(m["kind"] == "ace_set" for m in p.melds):
             return accept if cards >= 3 else None
-        aces = sum(counts[s * 13] for s in range(4))
+        aces = counts[0] + counts[13] + counts[26] + counts[39]
         if aces >= 3 or (aces == 2 and wild):
             return None
     # with a pankal, a new run holding the top card needs a natural card two places from it at
     # most, and reaching a meld needs a meld of its suit
-    reach = False
-    row = [n > 0 for n in counts[suit * 13 : suit * 13 + 13]]
-    present = [False, *row, row[0], False]  # by run position 0..15 (aces at 1 and 14)
-    held = False
+    present = _have(counts, suit)  # bit q: a natural card at run position q (aces at 1 and 14)
+    reach = held = False
     for pos in (1, 14) if rank == 0 else (rank + 1,):
         for meld in p.melds:
             if meld["kind"] == "ace_set" or meld["suit"] != suit:
                 continue
             reach = True
             low, high = meld["low"], meld["low"] + len(meld["cards"]) - 1
-            if pos in (low - 1, high + 1):
+            if pos == low - 1 or pos == high + 1:
                 return accept if cards >= 3 else None
-            between = range(pos + 1, low) if pos < low else range(high + 1, pos)
-            held = held or ((pos < low or pos > high) and all(present[q] for q in between))
-        reach = reach or any(present[q] for q in range(max(pos - 2, 0), min(pos + 3, 16)) if q != pos)
+            if pos < low:  # every position between the top card and the meld is held
+                between = ((1 << low) - 1) ^ ((2 << pos) - 1)
+                held = held or present & between == between
+            elif pos > high:
+                between = ((1 << pos) - 1) ^ ((2 << high) - 1)
+                held = held or present & between == between
+        reach = reach or present & _NEAR[pos] != 0
         for a in (pos - 2, pos - 1, pos):
             if a < 1 or a + 2 > 14:
                 continue
-            others = [q for q in (a, a + 1, a + 2) if q != pos]
-            if all(present[q] for q in others):
+            others = (7 << a) & ~(1 << pos)
+            if present & others == others:
                 if cards >= 5:
                     return accept
                 held = True
-            elif wild and cards >= 5 and accept and any(present[q] for q in others):
-                naturals = [_natural(suit, q) for q in others if present[q]]
+            elif wild and cards >= 5 and accept and present & others:
+                naturals = [_natural(suit, q) for q in (a, a + 1, a + 2) if q != pos and present >> q & 1]
                 if any(counts[w] > naturals.count(w) for w in PANKALS):
                     return True  # a pankal in the missing place
     return None if held or (wild and reach) else False
+
+
+# per run position: the positions two places from it at most, itself left out
+_NEAR = tuple(sum(1 << q for q in range(pos - 2, pos + 3) if 0 <= q <= 15 and q != pos) for pos in range(16))
 
 
 # per natural identity: its run positions as bits (an ace: 1 and 14)
@@ -234,8 +244,7 @@ def _reachable(p: Problem) -> tuple[int, list[int]]:
                 wild_fits = True
                 maybe[s] = (w2 | w2 << 1 | w2 << 2) & m
     ace_set_meld = False
-    for meld in p.melds:
-        clean = wild_index(meld) < 0
+    for meld, clean in zip(p.melds, p.clean, strict=True):
         if meld["kind"] == "ace_set":
             if p.ace_ok:
                 ace_set_meld = True
@@ -427,7 +436,8 @@ def _may_stop(p: Problem, made: Made, cards_left: int) -> bool:
     pure, dirty, biribas = made.pure, made.dirty, made.biribas
     for i, meld in enumerate(p.melds):
         if not made.closed >> i & 1 and len(meld["cards"]) >= BIRIBA:
-            pure, dirty, biribas = pure or not is_dirty(meld), dirty or is_dirty(meld), biribas + 1
+            clean = p.clean[i]
+            pure, dirty, biribas = pure or clean, dirty or not clean, biribas + 1
     if cards_left == 1:  # the last card is discarded: it takes the More pile or goes out
         return (biribas > 0 and p.pile_waiting) or (not p.pile_waiting and pure and dirty)
     # the hand emptied by melding takes the More pile; the step before, leaving one card, needed
@@ -455,7 +465,7 @@ def _pieces(p: Problem, x: int, counts: list[int], closed: int) -> list[Piece]:
     for i, meld in enumerate(p.melds):
         if closed >> i & 1:
             continue
-        clean = wild_index(meld) < 0
+        clean = p.clean[i]
         if meld["kind"] == "ace_set":
             if p.ace_ok:
                 size = len(meld["cards"])
