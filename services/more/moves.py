@@ -21,6 +21,9 @@ MOVE_FIELDS: dict[str, dict[str, Any]] = {
 }
 
 
+_EMPTY = {kind for kind, fields in MOVE_FIELDS.items() if not fields}
+
+
 def check_options(options: JsonDict | None) -> JsonDict:
     options = dict(options or {})
     unknown = set(options) - {"bid_for_solo", "max_rounds"}
@@ -38,6 +41,8 @@ def check_options(options: JsonDict | None) -> JsonDict:
 def parse_move(move: Any) -> tuple[str, JsonDict]:
     """Shape check of a move dict; returns (kind, body with every field)."""
     kind, body = split_move(move, MOVE_FIELDS)
+    if not body and kind in _EMPTY:
+        return kind, {}
     out: JsonDict = {}
     for key, default in MOVE_FIELDS[kind].items():
         value = body.get(key, default)

@@ -37,7 +37,7 @@ from services.more.cards import (
     points,
     wild_index,
 )
-from services.more.moves import MAX_BID, check_options, parse_move
+from services.more.moves import MAX_BID, MOVE_FIELDS, check_options, parse_move
 from services.more.scoring import match_winners, score_round
 from services.more.steps import Table, addition_steps, three_card_steps
 
@@ -214,20 +214,14 @@ class State:
         usable = [c for c in hand if c not in locked] if locked else hand
         ace_ok = s["scores"][seat] > THRESHOLD
         table = Table(usable)
-        moves: list[JsonDict]
-        if len(hand) >= 5:  # a 3-card meld leaves two cards or more
-            moves = [{"lay_meld": {"cards": cards}} for cards in three_card_steps(table, ace_ok)]
-        else:
-            moves = []
-            for cards in three_card_steps(table, ace_ok):
-                moves += self._legal_if(seat, "lay_meld", {"cards": cards})
+        moves = three_card_steps(table, ace_ok)
+        if len(hand) < 5:  # a 3-card meld would leave fewer than two cards
+            moves = [m for m in moves if self._legal_if(seat, "lay_meld", m["lay_meld"])]
         clean = [self._wild_index(m) < 0 for m in s["melds"]] if table.wilds else None
-        steps = addition_steps(s["melds"], self.side(seat), table, ace_ok, clean)
-        if len(hand) >= 3:  # an addition leaves two cards or more
-            moves += [{"add_to_meld": {"meld": i, "card": c, "low_end": e}} for i, c, e in steps]
-        else:
-            for i, c, e in steps:
-                moves += self._legal_if(seat, "add_to_meld", {"meld": i, "card": c, "low_end": e})
+        adds = addition_steps(s["melds"], self.side(seat), table, ace_ok, clean)
+        if len(hand) < 3:  # an addition would leave fewer than two cards
+            adds = [m for m in adds if self._legal_if(seat, "add_to_meld", m["add_to_meld"])]
+        moves += adds
         return moves
 
     def _wild_index(self, meld: JsonDict) -> int:
@@ -297,16 +291,17 @@ class State:
         kind, body = parse_move(move)
         self._validate(seat, kind, body)
         self._take = None
-        return getattr(self, f"_do_{kind}")(seat, body)
+        return _APPLY[kind](self, seat, body)
 
     def _validate(self, seat: int, kind: str, b: JsonDict) -> None:
         """Raise unless ``seat`` may make this move now; mutates nothing."""
         s = self.s
-        if seat not in self.active_seats():
+        phase = s["phase"]
+        in_turn = phase in ("draw", "play") and seat == s["turn"]
+        if not in_turn and seat not in self.active_seats():
             raise NotYourTurn(seat)
         if kind == "add_to_meld" and b["meld"] >= len(s["melds"]):
             raise MalformedMove("move.add_to_meld.meld", f"there is no meld {b['meld']}")
-        phase = s["phase"]
         if phase == "bidding":
             if kind != "bid":
                 raise RuleViolation("bid_first", "every player bids 0-3 for the Solo before the deal")
@@ -830,6 +825,9 @@ def _copy_state(d: JsonDict) -> JsonDict:
     return out
 
 
+_APPLY = {kind: getattr(State, f"_do_{kind}") for kind in MOVE_FIELDS}
+
+
 def _first_melding_step(moves: list[JsonDict]) -> JsonDict | None:
     """The timeout policy's melding step: the first listed addition, else the first new meld."""
     for kind in ("add_to_meld", "lay_meld"):
@@ -843,9 +841,7 @@ def _clockwise(start: int) -> list[int]:
     return [(start + i) % PLAYERS for i in range(PLAYERS)]
 
 
-def _key(card: int) -> tuple[int, int, int]:
-    rank_, suit_ = identity(card)
-    return (suit_, rank_, card)
-
-
-_sort_key = tuple(_key(card) for card in range(DECK_SIZE)).__getitem__  # suit, rank, id
+# suit, rank, id, as one number per card (a joker's suit is -1: first)
+_sort_key = tuple(
+    ((suit_ + 1) * 16 + rank_) * 128 + card for card in range(DECK_SIZE) for rank_, suit_ in [identity(card)]
+).__getitem__

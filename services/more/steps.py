@@ -8,6 +8,7 @@ is a valid meld or a fitting addition; the rules check what depends on the rest 
 
 from __future__ import annotations
 
+from services.engine import JsonDict
 from services.more.cards import DECK_SIZE, Meld, wild_index
 
 # per card id: ``suit * 16 + run position`` it is natural at (aces: 1), -1 for a joker; a pankal?
@@ -60,9 +61,10 @@ class Table:
         return self.at[suit * 16 + pos] or _NONE
 
 
-def three_card_steps(table: Table, ace_sets: bool) -> list[list[int]]:
-    """Every valid 3-card meld of the hand, in run order, once per choice of card ids."""
-    out: list[list[int]] = []
+def three_card_steps(table: Table, ace_sets: bool) -> list[JsonDict]:
+    """Every valid 3-card meld of the hand, in run order, once per choice of card ids, as
+    ``lay_meld`` moves."""
+    out: list[JsonDict] = []
     wilds = table.wilds
     at = table.at
     mask = table.mask
@@ -82,31 +84,31 @@ def three_card_steps(table: Table, ace_sets: bool) -> list[list[int]]:
             low = base + bit.bit_length() - 1
             a, b, c = at[low] or _NONE, at[low + 1] or _NONE, at[low + 2] or _NONE
             if a and b and c:
-                out += [[x, y, z] for x in a for y in b for z in c]
+                out += [{"lay_meld": {"cards": [x, y, z]}} for x in a for y in b for z in c]
             for w in wilds:  # the pankal at one of the three positions
                 if b and c and w not in a:
-                    out += [[w, y, z] for y in b for z in c if w not in (y, z)]
+                    out += [{"lay_meld": {"cards": [w, y, z]}} for y in b for z in c if w not in (y, z)]
                 if a and c and w not in b:
-                    out += [[x, w, z] for x in a for z in c if w not in (x, z)]
+                    out += [{"lay_meld": {"cards": [x, w, z]}} for x in a for z in c if w not in (x, z)]
                 if a and b and w not in c:
-                    out += [[x, y, w] for x in a for y in b if w not in (x, y)]
+                    out += [{"lay_meld": {"cards": [x, y, w]}} for x in a for y in b if w not in (x, y)]
     if ace_sets:
         aces = table.aces
         n = len(aces)
         for i in range(n):
             for j in range(i + 1, n):
-                out += [[aces[i], aces[j], aces[k]] for k in range(j + 1, n)]
-                out += [[aces[i], aces[j], w] for w in wilds]
+                out += [{"lay_meld": {"cards": [aces[i], aces[j], aces[k]]}} for k in range(j + 1, n)]
+                out += [{"lay_meld": {"cards": [aces[i], aces[j], w]}} for w in wilds]
     return out
 
 
 def addition_steps(
     melds: list[Meld], side: str, table: Table, ace_ok: bool, clean: list[bool] | None = None
-) -> list[tuple[int, int, bool]]:
-    """(meld index, card, low_end) for every card of the hand that fits an end of one of
-    ``side``'s melds (ace-sets only if ``ace_ok``; ``clean``: per meld, no pankal in it, worked
-    out here if not given)."""
-    out: list[tuple[int, int, bool]] = []
+) -> list[JsonDict]:
+    """An ``add_to_meld`` move for every card of the hand that fits an end of one of ``side``'s
+    melds (ace-sets only if ``ace_ok``; ``clean``: per meld, no pankal in it, worked out here if
+    not given)."""
+    out: list[JsonDict] = []
     wilds, mask, at = table.wilds, table.mask, table.at
     for index, meld in enumerate(melds):
         if meld["side"] != side:
@@ -115,8 +117,8 @@ def addition_steps(
         free = wilds if wilds and (wild_index(meld) < 0 if clean is None else clean[index]) else _NONE
         if meld["kind"] == "ace_set":
             if ace_ok:
-                out += [(index, card, False) for card in table.aces]
-                out += [(index, card, False) for card in free]
+                out += [_add(index, card, False) for card in table.aces]
+                out += [_add(index, card, False) for card in free]
             continue
         base = meld["suit"] * 16
         low, high = base + meld["low"] - 1, base + meld["low"] + len(meld["cards"])
@@ -124,10 +126,14 @@ def addition_steps(
             continue  # nothing of the hand at either end (positions 0 and 15 are never set)
         if low > base:
             natural = at[low] or _NONE
-            out += [(index, card, True) for card in natural]
-            out += [(index, card, True) for card in free if card not in natural]
+            out += [_add(index, card, True) for card in natural]
+            out += [_add(index, card, True) for card in free if card not in natural]
         if high < base + 15:
             natural = at[high] or _NONE
-            out += [(index, card, False) for card in natural]
-            out += [(index, card, False) for card in free if card not in natural]
+            out += [_add(index, card, False) for card in natural]
+            out += [_add(index, card, False) for card in free if card not in natural]
     return out
+
+
+def _add(meld: int, card: int, low_end: bool) -> JsonDict:
+    return {"add_to_meld": {"meld": meld, "card": card, "low_end": low_end}}
