@@ -769,7 +769,7 @@ class State:
             "bid_made": [b >= 0 for b in s["bids"]] if s["options"]["bid_for_solo"] else [],
             "bids": list(s["revealed_bids"]),
             "my_bid": s["bids"][seat] if own else -1,
-            "rounds": _copy(s["rounds"]),
+            "rounds": _copy_rounds(s["rounds"]),
             "bid_for_solo": s["options"]["bid_for_solo"],
             "max_rounds": s["options"]["max_rounds"],
             "target_score": TARGET,
@@ -786,15 +786,9 @@ _MELD_MESSAGES = {
 }
 
 
-def _copy(data: Any) -> Any:
-    """A deep copy of JSON data (lists of numbers copied whole)."""
-    if isinstance(data, dict):
-        return {key: _copy(value) for key, value in data.items()}
-    if isinstance(data, list):
-        if all(type(x) is int for x in data):
-            return data[:]
-        return [_copy(x) for x in data]
-    return data
+def _copy_rounds(rounds: list[JsonDict]) -> list[JsonDict]:
+    """A deep copy of the round results (``score_round``'s fixed shape)."""
+    return [{**r, "seats": [seat.copy() for seat in r["seats"]], "totals": r["totals"][:]} for r in rounds]
 
 
 def _copy_melds(melds: list[JsonDict]) -> list[JsonDict]:
@@ -812,7 +806,7 @@ def _copy_state(d: JsonDict) -> JsonDict:
     out["more_state"] = dict(d["more_state"])
     out["exempt"] = dict(d["exempt"])
     out["melds"] = _copy_melds(d["melds"])
-    out["rounds"] = _copy(d["rounds"])
+    out["rounds"] = _copy_rounds(d["rounds"])
     t = out["t"] = dict(d["t"])
     t["locked"] = t["locked"][:]
     undo = t["undo"]
