@@ -9,7 +9,7 @@ Melds of a turn stay tentative until the discard (or a More-pile pickup).
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Self
 
 from services.engine import (
     Event,
