@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import redis.asyncio as aioredis
 import structlog
 
@@ -22,6 +23,19 @@ from services.runtime import keys
 from services.runtime.redis_client import RedisClient
 
 log = structlog.get_logger("store")
+
+# Documents and events are stored as MessagePack: smaller than JSON (no quoted keys, no
+# separators; ~0.65 of the bytes) and faster to make and read. JSON written before still
+# reads (a JSON document starts with "{", a MessagePack map or array never does).
+_pack = msgspec.msgpack.Encoder().encode
+_unpack = msgspec.msgpack.Decoder().decode
+
+
+def _decode(raw: str | bytes) -> Any:
+    if isinstance(raw, str) or raw[:1] == b"{":
+        return json.loads(raw)
+    return _unpack(raw)
+
 
 # A record this process already holds decoded, by match id and rev (to read only), if any.
 KnownRecord = Callable[[str, int], "MatchRecord | None"]
@@ -80,14 +94,16 @@ class MatchRecord:
     lifecycle: dict[str, Any] = field(default_factory=dict)
     rev: int = field(default=0, compare=False)
 
-    def to_json(self) -> str:
+    def encode(self) -> bytes:
         # Not dataclasses.asdict: it deep-copies the engine state, the costliest part of a move.
-        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "rev"}
-        return json.dumps(data, separators=(",", ":"))
+        return _pack({f.name: getattr(self, f.name) for f in _RECORD_FIELDS})
 
     @classmethod
-    def from_json(cls, raw: str | bytes, rev: int) -> MatchRecord:
-        return cls(**json.loads(raw), rev=rev)
+    def decode(cls, raw: str | bytes, rev: int) -> MatchRecord:
+        return cls(**_decode(raw), rev=rev)
+
+
+_RECORD_FIELDS = [f for f in dataclasses.fields(MatchRecord) if f.name != "rev"]
 
 
 @dataclass(frozen=True)
@@ -101,16 +117,17 @@ class StoredEvent:
     def stream_id(self) -> str:
         return f"{self.version}-{self.seq}"
 
-    def payload(self) -> str:
-        return json.dumps({"to": self.to, "body": self.body}, separators=(",", ":"))
+    def payload(self) -> bytes:
+        """``[to, body]`` (the seats it is for, or nil for everyone; the event)."""
+        return _pack((self.to, self.body))
 
     @classmethod
     def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> StoredEvent:
         text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
         version, seq = (int(part) for part in text.split("-"))
-        data = json.loads(fields[b"e"] if b"e" in fields else fields["e"])
-        to = tuple(data["to"]) if data["to"] is not None else None
-        return cls(version=version, seq=seq, to=to, body=data["body"])
+        data = _decode(fields[b"e"] if b"e" in fields else fields["e"])
+        to, body = (data["to"], data["body"]) if isinstance(data, dict) else data
+        return cls(version=version, seq=seq, to=None if to is None else tuple(to), body=body)
 
     def visible_to(self, seat: int | None) -> bool:
         return self.to is None or (seat is not None and seat in self.to)
@@ -145,7 +162,7 @@ class MatchStore:
     async def create(self, record: MatchRecord, ttl_s: int) -> None:
         key = keys.match(record.match_id)
         async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(key, mapping={"rev": 0, "doc": record.to_json()})
+            pipe.hset(key, mapping={"rev": 0, "doc": record.encode()})
             pipe.expire(key, ttl_s)
             await pipe.execute()
 
@@ -158,7 +175,7 @@ class MatchStore:
         rev, doc = await self.redis.hmget(keys.match(match_id), ["rev", "doc"])
         if doc is None or rev is None:
             return None
-        return MatchRecord.from_json(doc, int(rev))
+        return MatchRecord.decode(doc, int(rev))
 
     async def load_for_request(
         self, match_id: str, request_key: str
@@ -168,7 +185,7 @@ class MatchStore:
             pipe.hmget(keys.match(match_id), ["rev", "doc"])
             pipe.get(request_key)
             (rev, doc), answer = await pipe.execute()
-        record = None if doc is None or rev is None else MatchRecord.from_json(doc, int(rev))
+        record = None if doc is None or rev is None else MatchRecord.decode(doc, int(rev))
         return record, answer.decode() if isinstance(answer, bytes) else answer
 
     async def commit(
@@ -188,7 +205,7 @@ class MatchStore:
         feed_fields = [str(v) for pair in feed.fields.items() for v in pair] if feed is not None else []
         argv: list[Any] = [
             record.rev,
-            record.to_json(),
+            record.encode(),
             ttl_s,
             request_answer if request_key else "",
             max(request_ttl_s, 1),
@@ -245,5 +262,5 @@ class MatchStore:
         record = None
         if doc is not None and rev is not None:
             record = known(match_id, int(rev)) if known is not None else None
-            record = record or MatchRecord.from_json(doc, int(rev))
+            record = record or MatchRecord.decode(doc, int(rev))
         return [StoredEvent.from_entry(i, f) for i, f in entries], record
