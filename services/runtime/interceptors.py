@@ -101,9 +101,13 @@ def _unary(call: _Call, behavior: Callable[..., Awaitable[Any]]) -> Callable[...
                 response = await behavior(request, context)
             else:
                 client = call.budgets.who(context)
-                await call.budgets.admit(rpc, client)
-                response = await behavior(request, context)
-                await call.budgets.answered(rpc, client, response)
+                reservation = await call.budgets.admit(rpc, client)
+                try:
+                    response = await behavior(request, context)
+                except BaseException:
+                    await call.budgets.release(client, reservation)
+                    raise
+                await call.budgets.answered(rpc, client, response, reservation)
         except grpc.aio.AbortError:
             raise
         except Exception as error:

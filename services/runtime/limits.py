@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import time
+import uuid
 from typing import Any
 
 import grpc
@@ -26,6 +27,8 @@ from services.runtime.settings import InputLimits, IPNetwork, ServiceSettings
 # services trust it because only gateways (and our nginx front) reach them.
 FORWARDED_CLIENT = "mogames-client"
 MAX_CLIENT_ID = 64
+# Clients over a budget that each replica remembers (beyond it, the lapsed, else all, go).
+MAX_REMEMBERED_OVER = 10_000
 
 _TEXT = (FieldDescriptor.TYPE_STRING, FieldDescriptor.TYPE_BYTES)
 _MESSAGE = FieldDescriptor.TYPE_MESSAGE
@@ -118,6 +121,8 @@ class ClientBudgets:
         self.max_waiting = settings.max_waiting_per_client
         self.waiting_ttl_s = settings.abandon_after_s
         self.limits = settings.limits
+        # (method, client) -> end of the window in which that client is over its budget.
+        self._over: dict[tuple[str, str], float] = {}
 
     def who(self, context: grpc.aio.ServicerContext) -> str:
         # Only gateways reach a service (README, "Budgets"), so any peer's word counts,
@@ -125,11 +130,20 @@ class ClientBudgets:
         trust_any_peer = not self.limits.trusted_proxies
         return client_id(context.invocation_metadata(), context.peer(), self.limits, trust_any_peer)
 
-    async def admit(self, method: str, client: str) -> None:
-        """Count this call against the client's budget; ResourceExhausted when over it."""
+    async def admit(self, method: str, client: str) -> str | None:
+        """Count this call against the client's budget; ResourceExhausted when over it.
+
+        A CreateMatch also takes one of the client's waiting-match places at once (the
+        returned reservation), so calls racing each other cannot all see room for one
+        more: ``answered`` swaps it for the match, ``release`` gives it back."""
         limit = self.per_window[method]
         if limit:
             now = time.time()
+            over_until = self._over.get((method, client), 0.0)
+            if now < over_until:
+                # Already over its budget in this window: refused here, no Redis command
+                # (a flood costs Redis one counter per window, not one per call).
+                raise self._over_budget(method, limit, over_until - now)
             window = int(now // self.window_s)
             key = keys.rate_window(method, client, window)
             async with self.redis.pipeline(transaction=False) as pipe:
@@ -137,36 +151,64 @@ class ClientBudgets:
                 pipe.expire(key, self.window_s + 1)
                 count, _ = await pipe.execute()
             if count > limit:
-                retry_after = (window + 1) * self.window_s - now
-                raise ResourceExhausted(
-                    f"{method}: at most {limit} per {self.window_s} s from one client, retry later",
-                    retry_after_s=retry_after,
-                )
-        if method == "CreateMatch" and self.max_waiting:
-            waiting = keys.client_waiting(client)
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.zremrangebyscore(waiting, "-inf", time.time() - self.waiting_ttl_s)
-                pipe.zcard(waiting)
-                _, count = await pipe.execute()
-            if count >= self.max_waiting:
-                raise ResourceExhausted(
-                    f"CreateMatch: {count} of your matches still wait for players (at most "
-                    f"{self.max_waiting}); fill or leave one first",
-                    retry_after_s=self.window_s,
-                    reason="too_many_waiting_matches",
-                )
+                window_end = (window + 1) * self.window_s
+                self._remember_over(method, client, window_end, now)
+                raise self._over_budget(method, limit, window_end - now)
+        if method != "CreateMatch" or not self.max_waiting:
+            return None
+        waiting = keys.client_waiting(client)
+        reservation = f"creating:{uuid.uuid4().hex}"
+        now = time.time()
+        # One key, one transaction: every racing call's place is counted by the others.
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.zremrangebyscore(waiting, "-inf", now - self.waiting_ttl_s)
+            pipe.zadd(waiting, {reservation: now})
+            pipe.zcard(waiting)
+            pipe.expire(waiting, self.waiting_ttl_s)
+            _, _, count, _ = await pipe.execute()
+        if count > self.max_waiting:
+            await self.release(client, reservation)
+            raise ResourceExhausted(
+                f"CreateMatch: {count - 1} of your matches still wait for players (at most "
+                f"{self.max_waiting}); fill or leave one first",
+                retry_after_s=self.window_s,
+                reason="too_many_waiting_matches",
+            )
+        return reservation
 
-    async def answered(self, method: str, client: str, response: Any) -> None:
-        """Keep the waiting-match count: add a created match, drop one that started."""
+    def _over_budget(self, method: str, limit: int, retry_after_s: float) -> ResourceExhausted:
+        return ResourceExhausted(
+            f"{method}: at most {limit} per {self.window_s} s from one client, retry later",
+            retry_after_s=retry_after_s,
+        )
+
+    def _remember_over(self, method: str, client: str, until: float, now: float) -> None:
+        if len(self._over) >= MAX_REMEMBERED_OVER:
+            self._over = {k: t for k, t in self._over.items() if t > now}
+            if len(self._over) >= MAX_REMEMBERED_OVER:
+                self._over.clear()
+        self._over[(method, client)] = until
+
+    async def release(self, client: str, reservation: str | None) -> None:
+        """Give back a waiting-match place taken by a CreateMatch that made no match."""
+        if reservation is not None:
+            await self.redis.zrem(keys.client_waiting(client), reservation)
+
+    async def answered(self, method: str, client: str, response: Any, reservation: str | None = None) -> None:
+        """Keep the waiting-match count: the created match takes its reservation's place,
+        and a match that started stops counting for its creator."""
         if not self.max_waiting:
             return
         if method == "CreateMatch":
             match_id = response.match_id
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.zadd(keys.client_waiting(client), {match_id: time.time()})
-                pipe.expire(keys.client_waiting(client), self.waiting_ttl_s)
-                pipe.set(keys.match_creator(match_id), client, ex=self.waiting_ttl_s)
+            waiting = keys.client_waiting(client)
+            async with self.redis.pipeline(transaction=True) as pipe:
+                if reservation is not None:
+                    pipe.zrem(waiting, reservation)
+                pipe.zadd(waiting, {match_id: time.time()})
+                pipe.expire(waiting, self.waiting_ttl_s)
                 await pipe.execute()
+            await self.redis.set(keys.match_creator(match_id), client, ex=self.waiting_ttl_s)
         elif method == "JoinMatch" and response.match.status != common_pb2.WAITING_FOR_PLAYERS:
             match_id = response.match.match_id
             creator = await self.redis.getdel(keys.match_creator(match_id))

@@ -1,0 +1,108 @@
+"""20,000 anonymous CreateMatch from one client through a real gateway process, with the
+default budgets: cut off by the limit (RESOURCE_EXHAUSTED with a retry hint), and Redis
+keeps only the few matches that were let through (issue 14, point 10). Real processes on
+their own Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+import grpc
+import redis.asyncio as aioredis
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+
+from clients.game_client import game_modules
+from deploy.redis_server import free_port, running_redis, wait_for_port
+from tests.conftest import TOKEN_SECRET
+from tests.test_processes import spawn
+
+GAME = "happy_mochi"
+CALLS = 20_000
+IN_FLIGHT = 50
+# The defaults (services/runtime/settings.py): 30 CreateMatch per client a minute, and at
+# most 10 of a client's matches waiting for players.
+MAX_WAITING = 10
+
+
+async def test_twenty_thousand_anonymous_create_match_from_one_client_are_cut_off(tmp_path):
+    with running_redis() as redis_url:
+        service_port, gateway_port = free_port(), free_port()
+        service = spawn(
+            ["-m", "services", GAME],
+            {
+                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+                "MOGAMES_REDIS_URL": redis_url,
+                "MOGAMES_LISTEN": f"127.0.0.1:{service_port}",
+                "MOGAMES_LOG_LEVEL": "warning",
+            },
+            tmp_path / "service.log",
+        )
+        gateway = spawn(
+            ["-m", "gateway"],
+            {
+                "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+                f"MOGAMES_BACKENDS_{GAME.upper()}": f"127.0.0.1:{service_port}",
+                "MOGAMES_REDIS_URL": redis_url,
+                "MOGAMES_WEB_LISTEN": "",
+                "MOGAMES_LOG_LEVEL": "warning",
+            },
+            tmp_path / "gateway.log",
+        )
+        redis = aioredis.Redis.from_url(redis_url)
+        try:
+            for port in (service_port, gateway_port):
+                wait_for_port(port, 30)
+            pb2, _ = game_modules(GAME)
+            body = pb2.CreateMatchRequest(players=2).SerializeToString()
+            outcomes: Counter[str] = Counter()
+            delays: list[float] = []
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+                create = channel.unary_unary(
+                    f"/{pb2.DESCRIPTOR.services_by_name['HappyMochi'].full_name}/CreateMatch"
+                )
+                left = iter(range(CALLS))
+
+                async def caller() -> None:
+                    for _ in left:
+                        try:
+                            await create(body, timeout=30)
+                        except grpc.aio.AioRpcError as error:
+                            outcomes[error.code().name] += 1
+                            if len(delays) < 50:
+                                delays.append(_retry_delay_s(error))
+                        else:
+                            outcomes["OK"] += 1
+
+                started = time.monotonic()
+                await asyncio.gather(*(caller() for _ in range(IN_FLIGHT)))
+                elapsed = time.monotonic() - started
+            counted = (await redis.info("commandstats")).get("cmdstat_incr", {}).get("calls", 0)
+            print(f"{CALLS} CreateMatch in {elapsed:.1f} s: {dict(outcomes)}; {counted} INCR")
+            assert outcomes["OK"] == MAX_WAITING
+            assert outcomes["RESOURCE_EXHAUSTED"] == CALLS - MAX_WAITING
+            assert all(0 < d <= 60 for d in delays)
+            # A client over its budget is refused by the replica from memory: the flood cost
+            # Redis a counter increment per call let through (and a few racing), not 20,000.
+            assert counted < 1_000
+            stored = [key async for key in redis.scan_iter(match="mg:*:match", count=1000)]
+            assert len(stored) == MAX_WAITING
+            assert service.poll() is None and gateway.poll() is None
+        finally:
+            await redis.aclose()
+            for process in (service, gateway):
+                process.terminate()
+            for process in (service, gateway):
+                process.wait(timeout=20)
+
+
+def _retry_delay_s(error: grpc.aio.AioRpcError) -> float:
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    for detail in status.details if status else ():
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            return info.retry_delay.ToMilliseconds() / 1000
+    raise AssertionError(f"RESOURCE_EXHAUSTED without a retry hint: {error}")
