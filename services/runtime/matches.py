@@ -111,10 +111,10 @@ class MoveResult:
 
     def answer(self) -> str:
         """The recorded answer a retry of the same request id gets (next_moves aside, which
-        are the caller's moves at the time of the retry)."""
-        events = [[e.seq, e.body] for e in self.events]
-        first = {"version": self.version, "events": events, "active_seats": self.active_seats}
-        return json.dumps({**first, "status": self.status}, separators=(",", ":"))
+        are the caller's moves at the time of the retry): ``[version, active_seats, status]``.
+        The events are not repeated here: they are the match stream's at that version, as
+        the caller may see them (the stream lives at least as long as this record)."""
+        return json.dumps([self.version, self.active_seats, self.status], separators=(",", ":"))
 
 
 class MatchService:
@@ -504,7 +504,7 @@ class MatchService:
                 record, answer = await self._load_for_request(match_id, request_key if request_id else None)
                 self.seats(record).check_current(grant)
                 if answer:
-                    return self._replay(record, seat, answer)
+                    return await self._replay(record, seat, answer)
                 state = self.rules.State.from_dict(record.state)
                 events = self._decide(record, state, seat, move, expected_version)
             else:
@@ -536,7 +536,7 @@ class MatchService:
             if result.outcome == "duplicate":
                 # The same request won a race with itself: answer as the first one did, from
                 # the stored match (``record`` holds this attempt's uncommitted state).
-                return self._replay(await self._load(match_id), seat, result.previous_answer)
+                return await self._replay(await self._load(match_id), seat, result.previous_answer)
             if result.outcome == "ok":
                 return await self._committed(record, state, previous, stored, due, first, result.rev)
             metrics.commit_conflict(self.game.name, retrying=expected_version is None)
@@ -620,18 +620,23 @@ class MatchService:
         record.event_seq = len(bodies)
         return [StoredEvent(record.version, i + 1, to, body) for i, (body, to) in enumerate(bodies)]
 
-    def _replay(self, record: MatchRecord, seat: int, answer: str) -> MoveResult:
+    async def _replay(self, record: MatchRecord, seat: int, answer: str) -> MoveResult:
         """The first answer to a retried request id, whole; next moves as of now."""
         first = json.loads(answer)
-        version = int(first["version"])
+        if isinstance(first, dict):  # recorded whole, events included, before
+            version, active, status = int(first["version"]), first["active_seats"], first["status"]
+            events = [StoredEvent(version, int(seq), None, body) for seq, body in first["events"]]
+        else:
+            version, active, status = int(first[0]), first[1], first[2]
+            stored = await self.store.events_of_version(record.match_id, version)
+            events = [e for e in stored if e.visible_to(seat)]
         log.info("move_replayed", version=version)
-        events = [StoredEvent(version, int(seq), None, body) for seq, body in first["events"]]
         next_moves: list[dict[str, Any]] = []
         if self._status(record) == IN_PROGRESS:
             state = self.state_of(record)
             if seat in state.active_seats():
                 next_moves = state.legal_moves(seat)
-        return MoveResult(version, events, list(first["active_seats"]), str(first["status"]), next_moves)
+        return MoveResult(version, events, list(active), str(status), next_moves)
 
     def _feed(self, record: MatchRecord, seat: int, events: list[StoredEvent]) -> FeedEntry:
         """The move's entry in the per-game feed for downstream consumers (the match stream,

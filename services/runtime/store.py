@@ -245,6 +245,11 @@ class MatchStore:
         self._feed_tasks.add(task)  # the loop keeps only a weak reference to a task
         task.add_done_callback(self._feed_tasks.discard)
 
+    async def events_of_version(self, match_id: str, version: int) -> list[StoredEvent]:
+        """Every event stored under ``version`` (stream ids ``<version>-*``)."""
+        entries: Any = await self.redis.xrange(keys.events(match_id), str(version), str(version))
+        return [StoredEvent.from_entry(i, f) for i, f in entries]
+
     async def events_after(
         self, match_id: str, after: tuple[int, int], with_record: bool, known: KnownRecord | None = None
     ) -> tuple[list[StoredEvent], MatchRecord | None]:
