@@ -14,7 +14,6 @@ built page (``make web``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import shutil
 import socket
 import tempfile
@@ -153,12 +152,13 @@ class WebServer:
     async def stop(self) -> None:
         """Stop taking requests; calls in flight get the grace period, then are cut."""
         self._stop.set()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), self.grace_s + 2)
-        except TimeoutError:
+        await asyncio.wait([self._task], timeout=self.grace_s + 2)
+        # Cut what outlives the grace; a cancellation swallowed on the way is sent again.
+        while not self._task.done():
             self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+            await asyncio.wait([self._task], timeout=1.0)
+        if not self._task.cancelled() and self._task.exception() is not None:
+            log.warning("web_port_stopped_with_error", error=repr(self._task.exception()))
         await self._gateway.close()
         if self._own_folder:
             shutil.rmtree(self._own_folder, ignore_errors=True)

@@ -12,7 +12,6 @@ is fresh: its own commits do not wake the entry, everyone else's do.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 
 import structlog
@@ -41,6 +40,7 @@ class Scheduler:
         self.settings = service.settings
         self.due = service.due
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     def start(self) -> asyncio.Task[None]:
         self._task = asyncio.create_task(self.run(), name=f"scheduler-{self.service.game.name}")
@@ -49,18 +49,24 @@ class Scheduler:
         return self._task
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        self._stopping = True
+        task = self._task
+        # A cancellation that lands inside a Redis call's own timeout can come out as that
+        # call's TimeoutError (asyncio.timeout on 3.11), which the loop survives: cancel
+        # until the task is really done.
+        while task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait([task], timeout=1.0)
 
     async def run(self) -> None:
-        while True:
+        while not self._stopping:
             try:
                 claimed = await self.tick()
             except asyncio.CancelledError:
                 raise
             except Exception as error:
+                if self._stopping:
+                    return
                 log.warning("scheduler_tick_failed", error=repr(error))
                 await asyncio.sleep(RETRY_AFTER_ERROR_S)
                 continue
