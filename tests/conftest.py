@@ -20,6 +20,7 @@ from gateway.server import build as build_gateway
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime.server import build as build_service
 from services.runtime.settings import GatewaySettings, ServiceSettings
+from tests.helpers import bounded
 
 pytest_plugins = ["tests.cluster_fixtures"]
 
@@ -124,16 +125,16 @@ async def running_services(
         yield Cluster(channels[0], replica_channels, addresses, channels, gateway_addresses)
     finally:
         for channel in channels:
-            await channel.close()
+            await bounded(channel.close(), "closing a gateway channel")
         for replicas in replica_channels.values():
             for replica in replicas:
-                await replica.close()
+                await bounded(replica.close(), "closing a replica channel")
         for gateway in gateway_servers:
-            await gateway.stop(None)
+            await bounded(gateway.stop(None), "stopping a gateway")
         for pool in pools:
-            await pool.close()
+            await bounded(pool.close(), "closing a replica pool")
         for service in servers:
-            await service.stop(None)
+            await bounded(service.stop(None), f"stopping a {service.scheduler.service.game.name} replica")
 
 
 @pytest.fixture(scope="session")

@@ -99,3 +99,21 @@ async def wait_until(check: Callable[[], Awaitable[bool]], what: str, timeout_s:
     while not await check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.2)
+
+
+async def bounded(step: Awaitable[Any], what: str, timeout_s: float = 60.0) -> Any:
+    """``step``'s result; past ``timeout_s`` an AssertionError naming it and where every task
+    of the loop waits (a fixture's teardown that hangs then says which step and why)."""
+    task = asyncio.ensure_future(step)
+    await asyncio.wait([task], timeout=timeout_s)
+    if task.done():
+        return task.result()
+    task.cancel()
+    waits = []
+    for other in asyncio.all_tasks():
+        frames = other.get_stack(limit=4)
+        where = " > ".join(
+            f"{f.f_code.co_name} ({f.f_code.co_filename.rsplit('/', 1)[-1]}:{f.f_lineno})" for f in frames
+        )
+        waits.append(f"  {other.get_name()}: {where}")
+    raise AssertionError(f"{what}: not done after {timeout_s} s; tasks:\n" + "\n".join(waits))

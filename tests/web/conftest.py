@@ -15,6 +15,7 @@ from gateway.server import build as build_gateway
 from gateway.web import start_web
 from services.runtime.settings import GatewaySettings
 from tests.conftest import Cluster, running_services
+from tests.helpers import bounded
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "clients" / "web" / "dist"
@@ -48,10 +49,10 @@ async def web_gateway(cluster: Cluster, redis_url: str) -> AsyncIterator[WebStac
     try:
         yield WebStack(f"http://127.0.0.1:{web.port}", cluster)
     finally:
-        await web.stop()
-        await gateway.stop(None)
+        await bounded(web.stop(), "stopping the web port")
+        await bounded(gateway.stop(None), "stopping the web port's gateway")
         for pool in pools:
-            await pool.close()
+            await bounded(pool.close(), "closing a replica pool")
 
 
 @pytest.fixture(scope="session")
