@@ -207,8 +207,11 @@ class MatchService:
         """The match as stored now, to read only: the cached record when Redis's rev is still
         the cached one (a cheap read of one field), else read whole and kept decoded."""
         cached = self.cache.peek(match_id)
-        if cached is not None and await self.store.rev(match_id) == cached.rev:
-            return cached.record
+        if cached is not None:
+            rev = await self.store.rev(match_id)
+            # Still there after the read: a move taken it meanwhile may be changing it.
+            if rev is not None and self.cache.peek(match_id, rev) is cached:
+                return cached.record
         record = await self._load(match_id)
         self.remember(record)
         return record
