@@ -8,7 +8,6 @@ both commit against the same revision.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from collections.abc import Callable
@@ -154,10 +153,8 @@ class MatchStore:
         self.redis = client
         self._commit = client.register_script(_COMMIT)
         # One Redis: the feed entry goes in the commit script (one round trip). A cluster
-        # keeps the feed in another slot, so it is appended after the commit, off the
-        # answer's path.
+        # keeps the feed in another slot, so it is appended right after the commit.
         self._feed_in_commit = not isinstance(client, aioredis.RedisCluster)
-        self._feed_tasks: set[asyncio.Task[None]] = set()
 
     async def create(self, record: MatchRecord, ttl_s: int) -> None:
         key = keys.match(record.match_id)
@@ -225,25 +222,23 @@ class MatchStore:
         value = result[1].decode() if isinstance(result[1], bytes) else result[1]
         if outcome == "ok":
             if feed is not None and not in_commit:
-                self._append_later(feed, record.version)
+                await self._append(feed, record.version)
             return CommitResult("ok", rev=int(value))
         if outcome == "duplicate":
             return CommitResult("duplicate", previous_answer=value)
         return CommitResult("conflict")
 
-    def _append_later(self, feed: FeedEntry, version: int) -> None:
-        """Append a committed move's feed entry without holding its answer for it."""
+    async def _append(self, feed: FeedEntry, version: int) -> None:
+        """Append a committed move's feed entry (a cluster: another slot, another node).
 
-        async def append() -> None:
-            try:
-                await self.redis.xadd(feed.key, feed.fields, maxlen=feed.maxlen, approximate=True)
-            except Exception:
-                # The move is committed: the feed misses it (a feed node failing over).
-                log.exception("game_feed_append_failed", version=version)
-
-        task = asyncio.create_task(append())
-        self._feed_tasks.add(task)  # the loop keeps only a weak reference to a task
-        task.add_done_callback(self._feed_tasks.discard)
+        Awaited, not left to a task: many appends in flight to a node that fails make the
+        cluster client tear down that node's connections under other calls' feet."""
+        try:
+            await self.redis.xadd(feed.key, feed.fields, maxlen=feed.maxlen, approximate=True)
+        except Exception:
+            # The move is committed: failing its answer now (a feed node failing over) would
+            # only make the client retry a move that is already in; the feed misses it.
+            log.exception("game_feed_append_failed", version=version)
 
     async def events_of_version(self, match_id: str, version: int) -> list[StoredEvent]:
         """Every event stored under ``version`` (stream ids ``<version>-*``)."""
