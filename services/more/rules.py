@@ -39,7 +39,7 @@ from services.more.cards import (
 )
 from services.more.moves import MAX_BID, MOVE_FIELDS, check_options, parse_move
 from services.more.scoring import match_winners, score_round
-from services.more.steps import Table, addition_steps, three_card_steps
+from services.more.steps import Table, addition_steps, lone_card, three_card_steps
 
 PLAYERS = 3
 HAND_SIZE = 11
@@ -440,6 +440,8 @@ class State:
         """Does some legal continuation of the turn meld ``top`` and end with a discard?"""
         s = self.s
         side = self.side(seat)
+        if lone_card(top, s["hands"][seat], s["melds"], side, s["scores"][seat] > THRESHOLD):
+            return False  # the common case, decided on the hand alone
         counts = [0] * take.IDENTS
         ident = take.IDENT
         for card in s["hands"][seat]:

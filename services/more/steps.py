@@ -21,6 +21,19 @@ _BIT = tuple(
 )
 _WINDOWS = 0x1FFE  # bit a: the three positions a, a + 1, a + 2 (a = 1..12)
 
+
+def _near(card: int) -> int:
+    """The Table bits of the positions of ``card``'s suit two places from it at most, its own left out."""
+    if card >= 104:
+        return 0
+    suit, rank = (card % 52) // 13, card % 13 + 1
+    own = (1, 14) if rank == 1 else (rank,)
+    near = {q for pos in own for q in range(pos - 2, pos + 3) if 1 <= q <= 14} - set(own)
+    return sum(1 << (suit * 16 + q) for q in near)
+
+
+_NEAR = tuple(_near(c) for c in range(DECK_SIZE))
+
 _NONE: tuple[int, ...] = ()
 
 
@@ -59,6 +72,29 @@ class Table:
 
     def natural(self, suit: int, pos: int) -> list[int] | tuple[int, ...]:
         return self.at[suit * 16 + pos] or _NONE
+
+
+def lone_card(card: int, hand: list[int], melds: list[Meld], side: str, ace_ok: bool) -> bool:
+    """No meld of the turn could hold natural ``card`` with cards of ``hand``: no pankal in the
+    hand, no natural of its suit two places from it at most, no meld of its suit on ``side``,
+    and for an ace (with ace-sets allowed) fewer than two other aces and no ace-set."""
+    if _PANKAL[card]:
+        return False
+    near = _NEAR[card]
+    ace = _KEY[card] & 15 == 1
+    aces = 0
+    for other in hand:
+        if _PANKAL[other] or _BIT[other] & near:
+            return False
+        if ace and _KEY[other] & 15 == 1:
+            aces += 1
+    if ace and ace_ok and aces >= 2:
+        return False
+    suit = _KEY[card] >> 4
+    for meld in melds:
+        if meld["side"] == side and (meld["suit"] == suit or (ace and ace_ok and meld["kind"] == "ace_set")):
+            return False
+    return True
 
 
 def three_card_steps(table: Table, ace_sets: bool) -> list[JsonDict]:
