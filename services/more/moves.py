@@ -21,9 +21,6 @@ MOVE_FIELDS: dict[str, dict[str, Any]] = {
 }
 
 
-_EMPTY = {kind for kind, fields in MOVE_FIELDS.items() if not fields}
-
-
 def check_options(options: JsonDict | None) -> JsonDict:
     options = dict(options or {})
     unknown = set(options) - {"bid_for_solo", "max_rounds"}
@@ -40,9 +37,11 @@ def check_options(options: JsonDict | None) -> JsonDict:
 
 def parse_move(move: Any) -> tuple[str, JsonDict]:
     """Shape check of a move dict; returns (kind, body with every field)."""
+    if type(move) is dict and len(move) == 1:  # well-formed moves, checked at once
+        parsed = _parse_plain(*next(iter(move.items())))
+        if parsed is not None:
+            return parsed
     kind, body = split_move(move, MOVE_FIELDS)
-    if not body and kind in _EMPTY:
-        return kind, {}
     out: JsonDict = {}
     for key, default in MOVE_FIELDS[kind].items():
         value = body.get(key, default)
@@ -66,6 +65,33 @@ def parse_move(move: Any) -> tuple[str, JsonDict]:
             raise MalformedMove(where, f"a bid is 0 to {MAX_BID}")
         out[key] = value
     return kind, out
+
+
+def _parse_plain(kind: Any, body: Any) -> tuple[str, JsonDict] | None:
+    """(kind, body) of a move that passes every check of ``parse_move``, None for anything else
+    (``parse_move`` then finds what is wrong)."""
+    fields = MOVE_FIELDS.get(kind) if type(kind) is str else None
+    if fields is None or type(body) is not dict or not body.keys() <= fields.keys():
+        return None
+    if kind == "discard":
+        card = body.get("card", 0)
+        return (kind, {"card": card}) if type(card) is int and 0 <= card < DECK_SIZE else None
+    if kind == "add_to_meld":
+        index, card, low_end = body.get("meld", 0), body.get("card", 0), body.get("low_end", False)
+        if type(index) is int and index >= 0 and type(card) is int and 0 <= card < DECK_SIZE:
+            return (
+                (kind, {"meld": index, "card": card, "low_end": low_end}) if type(low_end) is bool else None
+            )
+        return None
+    if kind == "lay_meld":
+        cards = body.get("cards", [])
+        if type(cards) is list and all(type(c) is int and 0 <= c < DECK_SIZE for c in cards):
+            return (kind, {"cards": list(cards)}) if len(set(cards)) == len(cards) else None
+        return None
+    if kind == "bid":
+        amount = body.get("amount", 0)
+        return (kind, {"amount": amount}) if type(amount) is int and 0 <= amount <= MAX_BID else None
+    return (kind, {}) if not fields else None
 
 
 def _check_card(card: Any, where: str) -> None:
