@@ -35,11 +35,10 @@ from services.more.cards import (
     name,
     parse_meld,
     points,
-    wild_index,
 )
 from services.more.moves import MAX_BID, MOVE_FIELDS, check_options, parse_move
 from services.more.scoring import match_winners, score_round
-from services.more.steps import Table, addition_steps, lone_card, three_card_steps
+from services.more.steps import MeldFacts, Table, addition_steps, lone_card, meld_facts, three_card_steps
 
 PLAYERS = 3
 HAND_SIZE = 11
@@ -47,7 +46,7 @@ MORE_PILE_SIZE = 11
 TARGET = 3100
 THRESHOLD = 1500  # "above 1500": strictly greater
 OPENING_HALVES = 15  # 7.5 points
-KNOWN_MELDS = 64  # melds whose wild_index a state remembers
+KNOWN_MELDS = 64  # melds whose facts a state remembers
 
 GAME = GameInfo(
     name="more",
@@ -89,9 +88,9 @@ class State:
     def __init__(self, data: JsonDict) -> None:
         self.s = data
         self._take: bool | None = None  # may the turn player take the pile (until the next move)
-        # wild_index of the melds seen (melds are never changed in place: keyed by identity,
+        # meld_facts of the melds seen (melds are never changed in place: keyed by identity,
         # each entry holding its meld so that the id stays its own)
-        self._wilds: dict[int, tuple[JsonDict, int]] = {}
+        self._facts: dict[int, tuple[JsonDict, MeldFacts]] = {}
 
     # ---- construction and snapshots ----
 
@@ -217,21 +216,21 @@ class State:
         moves = three_card_steps(table, ace_ok)
         if len(hand) < 5:  # a 3-card meld would leave fewer than two cards
             moves = [m for m in moves if self._legal_if(seat, "lay_meld", m["lay_meld"])]
-        clean = [self._wild_index(m) < 0 for m in s["melds"]] if table.wilds else None
-        adds = addition_steps(s["melds"], self.side(seat), table, ace_ok, clean)
+        adds = addition_steps([self._meld_facts(m) for m in s["melds"]], self.side(seat), table, ace_ok)
         if len(hand) < 3:  # an addition would leave fewer than two cards
             adds = [m for m in adds if self._legal_if(seat, "add_to_meld", m["add_to_meld"])]
         moves += adds
         return moves
 
-    def _wild_index(self, meld: JsonDict) -> int:
-        known = self._wilds.get(id(meld))
+    def _meld_facts(self, meld: JsonDict) -> MeldFacts:
+        known = self._facts.get(id(meld))
         if known is not None and known[0] is meld:
             return known[1]
-        if len(self._wilds) > KNOWN_MELDS:  # mostly melds of earlier turns by now
-            self._wilds.clear()
-        wild = self._wilds[id(meld)] = (meld, wild_index(meld))
-        return wild[1]
+        if len(self._facts) > KNOWN_MELDS:  # mostly melds of earlier turns by now
+            self._facts.clear()
+        facts = meld_facts(meld)
+        self._facts[id(meld)] = (meld, facts)
+        return facts
 
     def _legal_if(self, seat: int, kind: str, body: JsonDict) -> list[JsonDict]:
         """``[move]`` if the move is allowed now, else ``[]``."""
@@ -456,7 +455,7 @@ class State:
             need=OPENING_HALVES if s["t"]["opening"] else 0,
             locked=len(s["discard"]) - 1,
             pile_waiting=s["more_state"][side] == "waiting",
-            clean=[self._wild_index(m) < 0 for m in melds],
+            clean=[self._meld_facts(m).wild < 0 for m in melds],
         )
         return take.can_take(problem)
 

@@ -8,6 +8,8 @@ is a valid meld or a fitting addition; the rules check what depends on the rest 
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from services.engine import JsonDict
 from services.more.cards import DECK_SIZE, Meld, wild_index
 
@@ -75,20 +77,21 @@ class Table:
 
 
 def lone_card(card: int, hand: list[int], melds: list[Meld], side: str, ace_ok: bool) -> bool:
-    """No meld of the turn could hold natural ``card`` with cards of ``hand``: no pankal in the
-    hand, no natural of its suit two places from it at most, no meld of its suit on ``side``,
-    and for an ace (with ace-sets allowed) fewer than two other aces and no ace-set."""
+    """No meld of the turn could hold natural ``card`` with cards of ``hand``: no natural of its
+    suit two places from it at most (a run of three holds two naturals, with a pankal at most),
+    no meld of its suit on ``side``, and for an ace (with ace-sets allowed) no ace-set of the side
+    and too few other aces (two, or one and a pankal)."""
     if _PANKAL[card]:
         return False
     near = _NEAR[card]
     ace = _KEY[card] & 15 == 1
-    aces = 0
+    aces = wilds = 0
     for other in hand:
-        if _PANKAL[other] or _BIT[other] & near:
+        if _BIT[other] & near:
             return False
-        if ace and _KEY[other] & 15 == 1:
-            aces += 1
-    if ace and ace_ok and aces >= 2:
+        wilds += _PANKAL[other]
+        aces += ace and _KEY[other] & 15 == 1
+    if ace and ace_ok and (aces >= 2 or (aces == 1 and wilds)):
         return False
     suit = _KEY[card] >> 4
     for meld in melds:
@@ -119,57 +122,90 @@ def three_card_steps(table: Table, ace_sets: bool) -> list[JsonDict]:
             windows ^= bit
             low = base + bit.bit_length() - 1
             a, b, c = at[low] or _NONE, at[low + 1] or _NONE, at[low + 2] or _NONE
+            # plain loops: most of these lists are empty or short, and a comprehension costs a call
             if a and b and c:
-                out += [{"lay_meld": {"cards": [x, y, z]}} for x in a for y in b for z in c]
+                for x in a:
+                    for y in b:
+                        for z in c:
+                            out.append({"lay_meld": {"cards": [x, y, z]}})
             for w in wilds:  # the pankal at one of the three positions
                 if b and c and w not in a:
-                    out += [{"lay_meld": {"cards": [w, y, z]}} for y in b for z in c if w not in (y, z)]
+                    for y in b:
+                        if y != w:
+                            for z in c:
+                                if z != w:
+                                    out.append({"lay_meld": {"cards": [w, y, z]}})
                 if a and c and w not in b:
-                    out += [{"lay_meld": {"cards": [x, w, z]}} for x in a for z in c if w not in (x, z)]
+                    for x in a:
+                        if x != w:
+                            for z in c:
+                                if z != w:
+                                    out.append({"lay_meld": {"cards": [x, w, z]}})
                 if a and b and w not in c:
-                    out += [{"lay_meld": {"cards": [x, y, w]}} for x in a for y in b if w not in (x, y)]
+                    for x in a:
+                        if x != w:
+                            for y in b:
+                                if y != w:
+                                    out.append({"lay_meld": {"cards": [x, y, w]}})
     if ace_sets:
         aces = table.aces
         n = len(aces)
         for i in range(n):
             for j in range(i + 1, n):
-                out += [{"lay_meld": {"cards": [aces[i], aces[j], aces[k]]}} for k in range(j + 1, n)]
-                out += [{"lay_meld": {"cards": [aces[i], aces[j], w]}} for w in wilds]
+                for k in range(j + 1, n):
+                    out.append({"lay_meld": {"cards": [aces[i], aces[j], aces[k]]}})
+                for w in wilds:
+                    out.append({"lay_meld": {"cards": [aces[i], aces[j], w]}})
     return out
 
 
-def addition_steps(
-    melds: list[Meld], side: str, table: Table, ace_ok: bool, clean: list[bool] | None = None
-) -> list[JsonDict]:
+class MeldFacts(NamedTuple):
+    """What the additions need of a meld, worked out once per meld (melds never change)."""
+
+    side: str
+    ace_set: bool
+    wild: int  # wild_index
+    low: int  # the Table key of the position below it (-1: none), for a run
+    high: int  # the Table key of the position above it (-1: none), for a run
+    ends: int  # the Table bits of both
+
+
+def meld_facts(meld: Meld) -> MeldFacts:
+    if meld["kind"] == "ace_set":
+        return MeldFacts(meld["side"], True, wild_index(meld), -1, -1, 0)
+    base = meld["suit"] * 16
+    low, high = meld["low"] - 1, meld["low"] + len(meld["cards"])
+    low_key = base + low if low >= 1 else -1
+    high_key = base + high if high <= 14 else -1
+    ends = (1 << low_key if low_key >= 0 else 0) | (1 << high_key if high_key >= 0 else 0)
+    return MeldFacts(meld["side"], False, wild_index(meld), low_key, high_key, ends)
+
+
+def addition_steps(melds: list[MeldFacts], side: str, table: Table, ace_ok: bool) -> list[JsonDict]:
     """An ``add_to_meld`` move for every card of the hand that fits an end of one of ``side``'s
-    melds (ace-sets only if ``ace_ok``; ``clean``: per meld, no pankal in it, worked out here if
-    not given)."""
+    melds (ace-sets only if ``ace_ok``)."""
     out: list[JsonDict] = []
     wilds, mask, at = table.wilds, table.mask, table.at
-    for index, meld in enumerate(melds):
-        if meld["side"] != side:
+    for index, (owner, ace_set, wild, low, high, ends) in enumerate(melds):
+        if owner != side:
             continue
-        # pankals fit only a meld without one
-        free = wilds if wilds and (wild_index(meld) < 0 if clean is None else clean[index]) else _NONE
-        if meld["kind"] == "ace_set":
+        free = wilds if wilds and wild < 0 else _NONE  # pankals fit only a meld without one
+        if ace_set:
             if ace_ok:
-                out += [_add(index, card, False) for card in table.aces]
-                out += [_add(index, card, False) for card in free]
+                for card in table.aces:
+                    out.append({"add_to_meld": {"meld": index, "card": card, "low_end": False}})
+                for card in free:
+                    out.append({"add_to_meld": {"meld": index, "card": card, "low_end": False}})
             continue
-        base = meld["suit"] * 16
-        low, high = base + meld["low"] - 1, base + meld["low"] + len(meld["cards"])
-        if not free and not mask >> low & 1 and not mask >> high & 1:
-            continue  # nothing of the hand at either end (positions 0 and 15 are never set)
-        if low > base:
-            natural = at[low] or _NONE
-            out += [_add(index, card, True) for card in natural]
-            out += [_add(index, card, True) for card in free if card not in natural]
-        if high < base + 15:
-            natural = at[high] or _NONE
-            out += [_add(index, card, False) for card in natural]
-            out += [_add(index, card, False) for card in free if card not in natural]
+        if not free and not mask & ends:
+            continue  # nothing of the hand at either end
+        for key, low_end in ((low, True), (high, False)):
+            if key < 0:
+                continue
+            natural = at[key] or _NONE
+            for card in natural:
+                out.append({"add_to_meld": {"meld": index, "card": card, "low_end": low_end}})
+            for card in free:
+                if card not in natural:
+                    out.append({"add_to_meld": {"meld": index, "card": card, "low_end": low_end}})
     return out
-
-
-def _add(meld: int, card: int, low_end: bool) -> JsonDict:
-    return {"add_to_meld": {"meld": meld, "card": card, "low_end": low_end}}

@@ -334,11 +334,16 @@ def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:
             for piece in sorted(made, key=lambda q: (-sum(HALF[i] for i in q.used), q.used, q.extends))
         ]
     counts = p.counts
-    return [
-        piece
-        for piece, needs in every
-        if (piece.extends < 0 or not closed >> piece.extends & 1) and all(counts[i] >= n for i, n in needs)
-    ]
+    out = []
+    for piece, needs in every:
+        if piece.extends >= 0 and closed >> piece.extends & 1:
+            continue
+        for i, n in needs:
+            if counts[i] < n:
+                break
+        else:
+            out.append(piece)
+    return out
 
 
 def _needs(used: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
@@ -356,7 +361,7 @@ def _take_piece(p: Problem, piece: Piece, made: Made, kept: int, halves: int) ->
     counts = p.counts
     for x in piece.used:
         counts[x] -= 1
-    found = _search(p, made.add(piece), kept, halves + sum(HALF[x] for x in piece.used))
+    found = _search(p, made.add(piece), kept, halves + sum(map(HALF.__getitem__, piece.used)))
     for x in piece.used:
         counts[x] += 1
     return found
@@ -386,8 +391,14 @@ def _search(p: Problem, made: Made, kept: int, halves: int) -> bool:
     dead = p.memo.get(key)
     if dead and any(all(a <= b for a, b in zip(here, old, strict=True)) for old in dead):
         return False
-    x = next(i for i in _ORDER if counts[i])
-    found = any(_take_piece(p, piece, made, kept, halves) for piece in _ordered(p, x, made.closed))
+    for x in _ORDER:
+        if counts[x]:
+            break
+    found = False
+    for piece in _ordered(p, x, made.closed):
+        if _take_piece(p, piece, made, kept, halves):
+            found = True
+            break
     if not found:
         counts[x] -= 1
         found = _search(p, made, kept + 1, halves)
