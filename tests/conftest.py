@@ -3,9 +3,12 @@ two service replicas plus a gateway, all real grpc.aio servers on loopback."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import os
+import signal
+import sys
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +40,52 @@ def available_games() -> list[str]:
     for game in wanted:
         rules_module(game)
     return wanted
+
+
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> bool | None:
+    """pytest-timeout's bound, with what each asyncio task awaits printed when it strikes
+    (the thread dump it makes alone shows only the event loop's idle select)."""
+    if settings.timeout <= 0:
+        return None
+
+    def strike(_signum: int, _frame: Any) -> None:
+        loop = asyncio._get_running_loop()
+        for task in asyncio.all_tasks(loop) if loop is not None else ():
+            print(f"task {task.get_name()}: {' > '.join(_awaits(task.get_coro()))}", file=sys.stderr)
+        pytest.fail(f"Timeout (>{settings.timeout} s): where each asyncio task waits is above", pytrace=False)
+
+    signal.signal(signal.SIGALRM, strike)
+    signal.setitimer(signal.ITIMER_REAL, settings.timeout)
+    return True
+
+
+def _awaits(coroutine: Any) -> list[str]:
+    """Where a suspended coroutine waits, through everything it awaits in turn."""
+    where = []
+    while coroutine is not None and len(where) < 30:
+        frame = next(
+            (getattr(coroutine, a) for a in ("cr_frame", "gi_frame", "ag_frame") if hasattr(coroutine, a)),
+            None,
+        )
+        if frame is not None:
+            where.append(
+                f"{frame.f_code.co_name} ({frame.f_code.co_filename.rsplit('/', 1)[-1]}:{frame.f_lineno})"
+            )
+        coroutine = next(
+            (
+                getattr(coroutine, a)
+                for a in ("cr_await", "gi_yieldfrom", "ag_await")
+                if hasattr(coroutine, a)
+            ),
+            None,
+        )
+    return where
+
+
+def pytest_timeout_cancel_timer(item: pytest.Item) -> bool:
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    return True
 
 
 def service_settings(game: str, redis_url: str) -> ServiceSettings:
