@@ -117,3 +117,14 @@ async def bounded(step: Awaitable[Any], what: str, timeout_s: float = 60.0) -> A
         )
         waits.append(f"  {other.get_name()}: {where}")
     raise AssertionError(f"{what}: not done after {timeout_s} s; tasks:\n" + "\n".join(waits))
+
+
+def retry_delay_s(error: grpc.aio.AioRpcError) -> float:
+    """The RetryInfo delay a refusal carries (seconds); fails when it has none."""
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    for detail in status.details if status else ():
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            info = error_details_pb2.RetryInfo()
+            detail.Unpack(info)
+            return info.retry_delay.ToMilliseconds() / 1000
+    raise AssertionError(f"no RetryInfo in {error}")

@@ -11,12 +11,11 @@ from collections import Counter
 
 import grpc
 import redis.asyncio as aioredis
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 
 from clients.game_client import game_modules
 from deploy.redis_server import free_port, running_redis, wait_for_port
 from tests.conftest import TOKEN_SECRET
+from tests.helpers import retry_delay_s
 from tests.test_processes import spawn
 
 GAME = "happy_mochi"
@@ -72,7 +71,7 @@ async def test_twenty_thousand_anonymous_create_match_from_one_client_are_cut_of
                         except grpc.aio.AioRpcError as error:
                             outcomes[error.code().name] += 1
                             if len(delays) < 50:
-                                delays.append(_retry_delay_s(error))
+                                delays.append(retry_delay_s(error))
                         else:
                             outcomes["OK"] += 1
 
@@ -96,13 +95,3 @@ async def test_twenty_thousand_anonymous_create_match_from_one_client_are_cut_of
                 process.terminate()
             for process in (service, gateway):
                 process.wait(timeout=20)
-
-
-def _retry_delay_s(error: grpc.aio.AioRpcError) -> float:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
-    for detail in status.details if status else ():
-        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            info = error_details_pb2.RetryInfo()
-            detail.Unpack(info)
-            return info.retry_delay.ToMilliseconds() / 1000
-    raise AssertionError(f"RESOURCE_EXHAUSTED without a retry hint: {error}")

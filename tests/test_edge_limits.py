@@ -10,8 +10,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient
@@ -19,7 +17,7 @@ from gateway.server import build as build_gateway
 from services.runtime.server import build as build_service
 from services.runtime.settings import GatewaySettings, InputLimits
 from tests.conftest import service_settings
-from tests.helpers import refusal
+from tests.helpers import refusal, retry_delay_s
 
 CLIENT_KEY = "x-test-client"
 # Long windows: a test's burst never straddles two of them.
@@ -63,16 +61,6 @@ def _as(client_name: str) -> tuple[tuple[str, str]]:
     return ((CLIENT_KEY, client_name),)
 
 
-def _retry_delay_s(error: grpc.aio.AioRpcError) -> float:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
-    for detail in status.details if status else ():
-        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            info = error_details_pb2.RetryInfo()
-            detail.Unpack(info)
-            return info.retry_delay.ToMilliseconds() / 1000
-    raise AssertionError("RESOURCE_EXHAUSTED without a RetryInfo detail")
-
-
 async def test_one_client_flooding_create_match_is_cut_off_at_its_limit(redis_url):
     async with limited_system(redis_url, create_per_window=50) as channel:
         client = GameClient(channel, "happy_mochi")
@@ -85,7 +73,7 @@ async def test_one_client_flooding_create_match_is_cut_off_at_its_limit(redis_ur
                 )
             except grpc.aio.AioRpcError as error:
                 assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, error
-                return _retry_delay_s(error)
+                return retry_delay_s(error)
             return grpc.StatusCode.OK
 
         outcomes = []

@@ -10,8 +10,6 @@ import time
 import uuid
 
 import grpc
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
 import gateway.matchmaker
@@ -20,22 +18,12 @@ from deploy.redis_server import free_port, wait_for_port
 from gateway.server import build as build_gateway
 from services.runtime.settings import GatewaySettings
 from tests.conftest import TOKEN_SECRET
-from tests.helpers import refusal
+from tests.helpers import refusal, retry_delay_s
 from tests.test_processes import spawn
 
 GAME = "happy_mochi"
 # The lobby's deadline for its calls to a replica (10 s in service), short for the test.
 RPC_TIMEOUT_S = 1.0
-
-
-def retry_delay_s(error: grpc.aio.AioRpcError) -> float:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
-    for detail in status.details if status else ():
-        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            info = error_details_pb2.RetryInfo()
-            detail.Unpack(info)
-            return info.retry_delay.ToMilliseconds() / 1000
-    raise AssertionError(f"no RetryInfo in {error}")
 
 
 async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_with_a_retry_hint(
