@@ -168,7 +168,7 @@ def connect(
         pool = IdleClosingPool.from_url(url, retry=_retry(2), health_check_interval=30, **common)
         return aioredis.Redis.from_pool(pool)
     target = parse_cluster_url(url)
-    return aioredis.RedisCluster(
+    cluster = aioredis.RedisCluster(
         startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
         username=target.username,
         password=target.password or password or None,
@@ -178,6 +178,24 @@ def connect(
         retry=_retry(6),
         **common,
     )
+    return _lost_connections_as_such(cluster)
+
+
+def _lost_connections_as_such(cluster: aioredis.RedisCluster) -> aioredis.RedisCluster:
+    """On a failover redis-py's cluster client closes a failed node's connections, also
+    under commands still using one of them; such a command then fails inside the client
+    (AttributeError: its writer is gone). That is a lost connection, so it is reported as
+    one: the caller answers UNAVAILABLE and the client retries, as for any other."""
+    execute = cluster.execute_command
+
+    async def execute_command(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return await execute(*args, **kwargs)
+        except AttributeError as error:
+            raise RedisConnectionError(f"connection closed under the command: {error}") from error
+
+    cluster.execute_command = execute_command  # type: ignore[method-assign]
+    return cluster
 
 
 def _roaming(connection_class: Any, cluster: aioredis.RedisCluster) -> Any:
