@@ -128,3 +128,13 @@ def retry_delay_s(error: grpc.aio.AioRpcError) -> float:
             detail.Unpack(info)
             return info.retry_delay.ToMilliseconds() / 1000
     raise AssertionError(f"no RetryInfo in {error}")
+
+
+async def wait_serving(channel: grpc.aio.Channel, service: str, timeout_s: float = 30.0) -> None:
+    """Until the process behind ``channel`` reports ``service`` SERVING (a gateway's port
+    opens before it has seen its replicas' health, and answers UNAVAILABLE until then)."""
+
+    async def serving() -> bool:
+        return await health_status(channel, service) == health_pb2.HealthCheckResponse.SERVING
+
+    await wait_until(serving, f"{service} SERVING", timeout_s)

@@ -14,8 +14,9 @@ import redis.asyncio as aioredis
 
 from clients.game_client import game_modules
 from deploy.redis_server import free_port, running_redis, wait_for_port
+from services.catalog import rules_module
 from tests.conftest import TOKEN_SECRET
-from tests.helpers import retry_delay_s
+from tests.helpers import retry_delay_s, wait_serving
 from tests.test_processes import spawn
 
 GAME = "happy_mochi"
@@ -59,6 +60,7 @@ async def test_twenty_thousand_anonymous_create_match_from_one_client_are_cut_of
             outcomes: Counter[str] = Counter()
             delays: list[float] = []
             async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+                await wait_serving(channel, rules_module(GAME).GAME.full_service)
                 create = channel.unary_unary(
                     f"/{pb2.DESCRIPTOR.services_by_name['HappyMochi'].full_name}/CreateMatch"
                 )

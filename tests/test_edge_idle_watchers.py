@@ -12,13 +12,12 @@ from typing import Any
 
 import grpc
 import redis.asyncio as aioredis
-from grpc_health.v1 import health_pb2
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, running_redis, wait_for_port
 from services.catalog import rules_module
 from tests.conftest import TOKEN_SECRET
-from tests.helpers import health_status, is_history, wait_until
+from tests.helpers import is_history, wait_serving
 from tests.test_metrics import scrape, value
 from tests.test_processes import spawn
 
@@ -95,10 +94,6 @@ def usage(pids: dict[str, int]) -> dict[str, dict[str, float]]:
     }
 
 
-async def _status_is(channel: grpc.aio.Channel, service: str, status: int) -> bool:
-    return await health_status(channel, service) == status
-
-
 async def test_two_thousand_idle_watchers_dropped_give_back_fds_memory_and_redis_connections(tmp_path):
     with running_redis() as redis_url:
         service_port, gateway_port, metrics_port = free_port(), free_port(), free_port()
@@ -132,12 +127,7 @@ async def test_two_thousand_idle_watchers_dropped_give_back_fds_memory_and_redis
                 wait_for_port(port, 30)
             address = f"127.0.0.1:{gateway_port}"
             async with grpc.aio.insecure_channel(address) as channel:
-                # The port is open before the gateway has seen its replica's health.
-                serving = health_pb2.HealthCheckResponse.SERVING
-                game_service = rules_module(GAME).GAME.full_service
-                await wait_until(
-                    lambda: _status_is(channel, game_service, serving), "the gateway serves the game", 30
-                )
+                await wait_serving(channel, rules_module(GAME).GAME.full_service)
                 client = GameClient(channel, GAME)
                 match_ids = []
                 for _ in range(MATCHES):
