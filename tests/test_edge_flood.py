@@ -13,11 +13,10 @@ import grpc
 import redis.asyncio as aioredis
 
 from clients.game_client import game_modules
-from deploy.redis_server import free_port, running_redis, wait_for_port
+from deploy.redis_server import running_redis
 from services.catalog import rules_module
-from tests.conftest import TOKEN_SECRET
 from tests.helpers import retry_delay_s, wait_serving
-from tests.test_processes import spawn
+from tests.test_processes import running_service_and_gateway
 
 GAME = "happy_mochi"
 CALLS = 20_000
@@ -28,38 +27,14 @@ MAX_WAITING = 10
 
 
 async def test_twenty_thousand_anonymous_create_match_from_one_client_are_cut_off(tmp_path):
-    with running_redis() as redis_url:
-        service_port, gateway_port = free_port(), free_port()
-        service = spawn(
-            ["-m", "services", GAME],
-            {
-                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-                "MOGAMES_REDIS_URL": redis_url,
-                "MOGAMES_LISTEN": f"127.0.0.1:{service_port}",
-                "MOGAMES_LOG_LEVEL": "warning",
-            },
-            tmp_path / "service.log",
-        )
-        gateway = spawn(
-            ["-m", "gateway"],
-            {
-                "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
-                f"MOGAMES_BACKENDS_{GAME.upper()}": f"127.0.0.1:{service_port}",
-                "MOGAMES_REDIS_URL": redis_url,
-                "MOGAMES_WEB_LISTEN": "",
-                "MOGAMES_LOG_LEVEL": "warning",
-            },
-            tmp_path / "gateway.log",
-        )
+    with running_redis() as redis_url, running_service_and_gateway(GAME, redis_url, tmp_path) as processes:
         redis = aioredis.Redis.from_url(redis_url)
         try:
-            for port in (service_port, gateway_port):
-                wait_for_port(port, 30)
             pb2, _ = game_modules(GAME)
             body = pb2.CreateMatchRequest(players=2).SerializeToString()
             outcomes: Counter[str] = Counter()
             delays: list[float] = []
-            async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+            async with grpc.aio.insecure_channel(processes.gateway_address) as channel:
                 await wait_serving(channel, rules_module(GAME).GAME.full_service)
                 create = channel.unary_unary(
                     f"/{pb2.DESCRIPTOR.services_by_name['HappyMochi'].full_name}/CreateMatch"
@@ -90,10 +65,6 @@ async def test_twenty_thousand_anonymous_create_match_from_one_client_are_cut_of
             assert counted < 1_000
             stored = [key async for key in redis.scan_iter(match="mg:*:match", count=1000)]
             assert len(stored) == MAX_WAITING
-            assert service.poll() is None and gateway.poll() is None
+            assert processes.running()
         finally:
             await redis.aclose()
-            for process in (service, gateway):
-                process.terminate()
-            for process in (service, gateway):
-                process.wait(timeout=20)

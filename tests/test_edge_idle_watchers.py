@@ -16,10 +16,9 @@ import redis.asyncio as aioredis
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, running_redis, wait_for_port
 from services.catalog import rules_module
-from tests.conftest import TOKEN_SECRET
 from tests.helpers import is_history, wait_serving
 from tests.test_metrics import scrape, value
-from tests.test_processes import spawn
+from tests.test_processes import running_service_and_gateway
 
 GAME = "happy_mochi"
 SERVICE = "mogames.happymochi.v1.HappyMochi"
@@ -95,37 +94,20 @@ def usage(pids: dict[str, int]) -> dict[str, dict[str, float]]:
 
 
 async def test_two_thousand_idle_watchers_dropped_give_back_fds_memory_and_redis_connections(tmp_path):
-    with running_redis() as redis_url:
-        service_port, gateway_port, metrics_port = free_port(), free_port(), free_port()
-        service = spawn(
-            ["-m", "services", GAME],
-            {
-                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-                "MOGAMES_REDIS_URL": redis_url,
-                "MOGAMES_LISTEN": f"127.0.0.1:{service_port}",
-                "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
-                "MOGAMES_CREATE_LIMIT": "0",
-                "MOGAMES_MAX_WAITING_PER_CLIENT": "0",
-                "MOGAMES_LOG_LEVEL": "warning",
-            },
-            tmp_path / "service.log",
-        )
-        gateway = spawn(
-            ["-m", "gateway"],
-            {
-                "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
-                f"MOGAMES_BACKENDS_{GAME.upper()}": f"127.0.0.1:{service_port}",
-                "MOGAMES_REDIS_URL": redis_url,
-                "MOGAMES_WEB_LISTEN": "",
-                "MOGAMES_LOG_LEVEL": "warning",
-            },
-            tmp_path / "gateway.log",
-        )
+    metrics_port = free_port()
+    service_env = {
+        "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
+        "MOGAMES_CREATE_LIMIT": "0",
+        "MOGAMES_MAX_WAITING_PER_CLIENT": "0",
+    }
+    with (
+        running_redis() as redis_url,
+        running_service_and_gateway(GAME, redis_url, tmp_path, service_env) as processes,
+    ):
         probe = aioredis.Redis.from_url(redis_url)
         try:
-            for port in (service_port, gateway_port, metrics_port):
-                wait_for_port(port, 30)
-            address = f"127.0.0.1:{gateway_port}"
+            wait_for_port(metrics_port, 30)
+            address = processes.gateway_address
             async with grpc.aio.insecure_channel(address) as channel:
                 await wait_serving(channel, rules_module(GAME).GAME.full_service)
                 client = GameClient(channel, GAME)
@@ -138,7 +120,7 @@ async def test_two_thousand_idle_watchers_dropped_give_back_fds_memory_and_redis
             # client, gRPC's thread pools): the before-values include it.
             await (await open_watches(address, match_ids[:10], 2)).drop()
             await asyncio.sleep(2)
-            pids = {"service": service.pid, "gateway": gateway.pid}
+            pids = {"service": processes.service.pid, "gateway": processes.gateway.pid}
             before = {**usage(pids), "redis": await redis_clients(probe)}
 
             opened = time.monotonic()
@@ -169,10 +151,6 @@ async def test_two_thousand_idle_watchers_dropped_give_back_fds_memory_and_redis
                 f"{time.monotonic() - dropped:.1f} s after the drop {now}"
             )
             assert back, (before, now)
-            assert service.poll() is None and gateway.poll() is None
+            assert processes.running()
         finally:
             await probe.aclose()
-            for process in (service, gateway):
-                process.terminate()
-            for process in (service, gateway):
-                process.wait(timeout=20)

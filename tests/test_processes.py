@@ -3,11 +3,14 @@ JSON logs with request context, graceful shutdown on SIGTERM."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
@@ -26,6 +29,57 @@ def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[s
         return subprocess.Popen(
             [sys.executable, *args], env={**os.environ, **env}, stdout=out, stderr=out, text=True
         )
+
+
+@dataclass
+class ServiceAndGateway:
+    service: subprocess.Popen[str]
+    gateway: subprocess.Popen[str]
+    gateway_address: str
+
+    def running(self) -> bool:
+        return self.service.poll() is None and self.gateway.poll() is None
+
+
+@contextlib.contextmanager
+def running_service_and_gateway(
+    game: str, redis_url: str, tmp_path: Path, service_env: dict[str, str] | None = None
+) -> Iterator[ServiceAndGateway]:
+    """A ``game`` service process and a gateway process routing to it, both on ``redis_url``,
+    logging warnings to ``tmp_path`` (the gateway without its web port); ``service_env``
+    adds to the service's settings. Yields once both ports are open; both are stopped after."""
+    service_port, gateway_port = free_port(), free_port()
+    service = spawn(
+        ["-m", "services", game],
+        {
+            "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+            "MOGAMES_REDIS_URL": redis_url,
+            "MOGAMES_LISTEN": f"127.0.0.1:{service_port}",
+            "MOGAMES_LOG_LEVEL": "warning",
+            **(service_env or {}),
+        },
+        tmp_path / "service.log",
+    )
+    gateway = spawn(
+        ["-m", "gateway"],
+        {
+            "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+            f"MOGAMES_BACKENDS_{game.upper()}": f"127.0.0.1:{service_port}",
+            "MOGAMES_REDIS_URL": redis_url,
+            "MOGAMES_WEB_LISTEN": "",
+            "MOGAMES_LOG_LEVEL": "warning",
+        },
+        tmp_path / "gateway.log",
+    )
+    try:
+        for port in (service_port, gateway_port):
+            wait_for_port(port, 30)
+        yield ServiceAndGateway(service, gateway, f"127.0.0.1:{gateway_port}")
+    finally:
+        for process in (service, gateway):
+            process.terminate()
+        for process in (service, gateway):
+            process.wait(timeout=20)
 
 
 def test_service_refuses_to_start_without_a_token_secret(redis_url):
