@@ -16,6 +16,7 @@ import secrets
 from dataclasses import dataclass
 
 from services.runtime.errors import PermissionDenied, Unauthenticated
+from services.runtime.redis_client import text
 
 _VERSION = "v2"
 _PARTS = 6
@@ -73,8 +74,7 @@ def bearer_token(metadata: tuple[tuple[str, str | bytes], ...] | None) -> str | 
     """The token of an ``authorization: Bearer <token>`` header, or None when absent."""
     for key, value in metadata or ():
         if key == "authorization":
-            text = value.decode() if isinstance(value, bytes) else value
-            scheme, _, token = text.partition(" ")
+            scheme, _, token = text(value).partition(" ")
             if scheme.lower() != "bearer" or not token.strip():
                 raise Unauthenticated("authorization: expected 'Bearer <token>'")
             return token.strip()

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.runtime import keys
+from services.runtime.redis_client import text
 
 # KEYS: the due set. ARGV: lease ms, most entries to claim.
 # Returns Redis's now (ms), then the claimed ids, then the lease score (as sent back to settle).
@@ -62,10 +63,6 @@ return 1
 """
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 class DueSet:
     def __init__(self, redis: Any, game: str) -> None:
         self.redis = redis
@@ -89,7 +86,7 @@ class DueSet:
     async def claim(self, lease_ms: int, batch: int) -> tuple[list[str], str]:
         """Hold every due entry (up to ``batch``): their ids and the lease score."""
         reply = await self._claim(keys=[self.key], args=[lease_ms, batch])
-        return [_text(v) for v in reply[1:-1]], _text(reply[-1])
+        return [text(v) for v in reply[1:-1]], text(reply[-1])
 
     async def settle(self, match_id: str, lease: str, next_due: str) -> bool:
         """Give back a held entry: due at ``next_due`` ms, or removed when ''; only while

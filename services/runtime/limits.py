@@ -21,6 +21,7 @@ from mogames.common.v1 import common_pb2
 
 from services.runtime import keys
 from services.runtime.errors import InvalidArgument, ResourceExhausted
+from services.runtime.redis_client import text
 from services.runtime.settings import InputLimits, IPNetwork, ServiceSettings
 
 # Metadata the gateway sets to the client it serves, replacing whatever the client sent;
@@ -101,11 +102,9 @@ def client_named(
         value = values.get(FORWARDED_CLIENT)
         if not value and proxy and limits.client_id_metadata:
             value = values.get(limits.client_id_metadata)
-        if isinstance(value, bytes):
-            value = value.decode(errors="replace")
         if value:
             # A proxy chain lists the original client first.
-            return str(value).split(",", 1)[0].strip()[:MAX_CLIENT_ID]
+            return text(value, errors="replace").split(",", 1)[0].strip()[:MAX_CLIENT_ID]
     return host[:MAX_CLIENT_ID]
 
 
@@ -213,5 +212,4 @@ class ClientBudgets:
             match_id = response.match.match_id
             creator = await self.redis.getdel(keys.match_creator(match_id))
             if creator is not None:
-                name = creator.decode() if isinstance(creator, bytes) else creator
-                await self.redis.zrem(keys.client_waiting(name), match_id)
+                await self.redis.zrem(keys.client_waiting(text(creator)), match_id)

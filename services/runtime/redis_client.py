@@ -58,6 +58,12 @@ class ClusterTarget:
     password: str | None
 
 
+def text(value: Any, errors: str = "strict") -> str:
+    """A reply or header value as text: bytes decoded as UTF-8 (redis-py answers bytes
+    unless asked to decode, gRPC gives ``-bin`` headers as bytes), anything else as str."""
+    return value.decode(errors=errors) if isinstance(value, bytes) else str(value)
+
+
 def is_cluster_url(url: str) -> bool:
     return urlsplit(url).scheme in CLUSTER_SCHEMES
 

@@ -196,7 +196,7 @@ class WatchHub:
             if not message or message["type"] not in ("message", "subscribe"):
                 continue
             channel = message["channel"]
-            match_id = keys.match_of_notify(channel.decode() if isinstance(channel, bytes) else channel)
+            match_id = keys.match_of_notify(redis_client.text(channel))
             match = self._matches.get(match_id)
             if match is not None:
                 if message["type"] == "subscribe":
@@ -290,8 +290,7 @@ class WatchHub:
 
 def _position(data: Any) -> Cursor | None:
     """The stream position a notification carries (``<version>-<seq>``), if it is one."""
-    text = data.decode() if isinstance(data, bytes) else str(data)
-    version, _, seq = text.partition("-")
+    version, _, seq = redis_client.text(data).partition("-")
     if not (version.isdigit() and seq.isdigit()):
         return None
     return int(version), int(seq)
