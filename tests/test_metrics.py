@@ -1,4 +1,5 @@
-"""/metrics on a real service process and a real gateway process: the counters move."""
+"""/metrics on a real service process and a real gateway process: the counters move, and
+the moves the server makes itself (bots, timed-out seats) are counted like players'."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import signal
 import urllib.request
 
 import grpc
+from mogames.common.v1 import common_pb2
 from prometheus_client.parser import text_string_to_metric_families
 
 from clients.game_client import GameClient
-from deploy.redis_server import free_port, wait_for_port
+from deploy.redis_server import free_port, running_redis, wait_for_port
 from tests.conftest import TOKEN_SECRET
-from tests.helpers import active_seat_move, start_match
+from tests.helpers import active_seat_move, start_match, wait_until
 from tests.test_processes import spawn
 
 MOVES = 12
@@ -94,3 +96,60 @@ async def test_metrics_of_service_and_gateway_move_with_play(redis_url, tmp_path
     assert value(gateway_after, "mogames_gateway_backends_up", service=HAPPY) == 1
     assert value(during, "mogames_watchers", service=HAPPY) == 1
     assert value(during, "mogames_watched_matches", service=HAPPY) == 1
+
+
+async def test_moves_of_server_bots_and_timed_out_seats_are_counted_once_each(tmp_path):
+    # Its own Redis: no other process's scheduler may play this match's bots.
+    with running_redis() as redis_url:
+        service_port, metrics_port = free_port(), free_port()
+        service = spawn(
+            ["-m", "services", "mori"],
+            {
+                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+                "MOGAMES_REDIS_URL": redis_url,
+                "MOGAMES_ALLOW_CLIENT_SEED": "true",
+                "MOGAMES_LISTEN": f"127.0.0.1:{service_port}",
+                "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
+                "MOGAMES_BOT_THINK_MS": "0",
+                "MOGAMES_SCHEDULER_TICK_MS": "50",
+                "MOGAMES_LOG_LEVEL": "warning",
+            },
+            tmp_path / "service.log",
+        )
+        try:
+            for port in (service_port, metrics_port):
+                wait_for_port(port, 30)
+            before = value(scrape(metrics_port), "mogames_moves_committed_total", game="mori")
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{service_port}") as channel:
+                client = GameClient(channel, "mori")
+                # Seats 1 and 2 are bots; the player at seat 0 never moves: its first turn
+                # times out (a move the scheduler makes for it) and hands the seat to a bot.
+                table = common_pb2.TableOptions(
+                    bot_seats=[1, 2], bot_level="policy", turn_seconds=1, max_timeouts=1
+                )
+                match = await client.create(3, seed=4, table=table)
+                assert (await client.join(match.match_id, "idle")).seat == 0
+
+                async def over() -> bool:
+                    nonlocal match
+                    match = await client.match(match.match_id)
+                    return match.status != common_pb2.IN_PROGRESS
+
+                await wait_until(over, "the bots finishing the match", timeout_s=60)
+            assert match.status == common_pb2.FINISHED
+            assert [s.bot for s in match.seats] == [True, True, True]
+            # Every version after the joins' is one committed move, none of them a SubmitMove.
+            moves = match.version
+
+            async def counted() -> bool:
+                samples = scrape(metrics_port)
+                return value(samples, "mogames_moves_committed_total", game="mori") - before >= moves
+
+            # The counter moves right after the commit's reply, which a read may overtake.
+            await wait_until(counted, f"{moves} moves counted")
+            samples = scrape(metrics_port)
+            assert value(samples, "mogames_moves_committed_total", game="mori") - before == moves
+            assert value(samples, "mogames_rpcs_total", method="SubmitMove", code="OK") == 0
+        finally:
+            service.terminate()
+            service.wait(timeout=20)

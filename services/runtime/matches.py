@@ -425,6 +425,7 @@ class MatchService:
         # Not kept: the scheduler goes on changing this record for its next step.
         self.cache.evict(record.match_id)
         self.hub.committed(previous, stored, record)
+        metrics.move_committed(self.game.name)
         return True
 
     async def _clocks(

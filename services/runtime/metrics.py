@@ -19,7 +19,9 @@ _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0
 
 RPCS = Counter("mogames_rpcs", "RPCs answered, by method and status code", ["method", "code"])
 RPC_SECONDS = Histogram("mogames_rpc_seconds", "Time to answer a unary RPC", ["method"], buckets=_BUCKETS)
-MOVES_COMMITTED = Counter("mogames_moves_committed", "Moves committed", ["game"])
+MOVES_COMMITTED = Counter(
+    "mogames_moves_committed", "Moves committed: players', server bots' and timed-out seats'", ["game"]
+)
 COMMIT_CONFLICTS = Counter(
     "mogames_commit_conflicts", "Commits that lost a race for the match revision", ["game"]
 )
@@ -43,6 +45,7 @@ def serve(listen: str) -> None:
 
 
 def move_committed(game: str) -> None:
+    """Once per move in the match's history, whoever made it (SubmitMove or the scheduler)."""
     MOVES_COMMITTED.labels(game=game).inc()
 
 
