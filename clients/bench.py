@@ -31,6 +31,7 @@ from typing import Any
 import grpc
 import redis.asyncio as aioredis
 
+from clients import markdown
 from clients.bot import parse_options, play_match
 from clients.echo import METHOD
 from clients.game_client import GameClient
@@ -305,23 +306,41 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
 
 def print_table(results: list[Figures], echo: EchoFigures, args: argparse.Namespace) -> None:
     print()
-    print(
-        "| game | through | matches | moves | moves/s | SubmitMove p50 / p99 ms | errors"
-        " | Redis bytes per live match | server CPU ms per move | ÷ echo call |"
-    )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for r in results:
-        print(
-            f"| {r.game} | {r.front} | {r.matches} | {r.moves} | {r.moves_per_s:.0f}"
-            f" | {r.p50_ms:.1f} / {r.p99_ms:.1f} | {r.errors} | {r.bytes_per_live_match:,.0f}"
-            f" | {r.cpu_ms_per_move:.2f} | {r.cpu_ms_per_move / echo.cpu_ms_per_call:.1f} |"
-        )
+    header = [
+        "game",
+        "through",
+        "matches",
+        "moves",
+        "moves/s",
+        "SubmitMove p50 / p99 ms",
+        "errors",
+        "Redis bytes per live match",
+        "server CPU ms per move",
+        "÷ echo call",
+    ]
+    rows = [
+        [
+            r.game,
+            r.front,
+            str(r.matches),
+            str(r.moves),
+            f"{r.moves_per_s:.0f}",
+            f"{r.p50_ms:.1f} / {r.p99_ms:.1f}",
+            str(r.errors),
+            f"{r.bytes_per_live_match:,.0f}",
+            f"{r.cpu_ms_per_move:.2f}",
+            f"{r.cpu_ms_per_move / echo.cpu_ms_per_call:.1f}",
+        ]
+        for r in results
+    ]
+    print(markdown.table(header, rows, text_columns=2))
     print()
     roles = ("redis", "replicas", "gateway", "nginx")
-    print("server CPU ms per move by process: | game | through | " + " | ".join(roles) + " |")
-    for r in results:
-        shares = " | ".join(f"{r.cpu_ms_by_role.get(role, 0.0):.2f}" for role in roles)
-        print(f"| {r.game} | {r.front} | {shares} |")
+    print("server CPU ms per move by process:")
+    shares = [
+        [r.game, r.front, *(f"{r.cpu_ms_by_role.get(role, 0.0):.2f}" for role in roles)] for r in results
+    ]
+    print(markdown.table(["game", "through", *roles], shares, text_columns=2))
     print()
     print(
         f"echo: {echo.calls_per_s:.0f} calls/s, {echo.cpu_ms_per_call:.3f} ms of server CPU per call"

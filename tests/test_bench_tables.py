@@ -1,0 +1,50 @@
+"""The benches' result tables: one Markdown table maker, used by make bench (pure, on
+sample rows)."""
+
+from __future__ import annotations
+
+import argparse
+
+from clients import bench, markdown
+
+ARGS = argparse.Namespace(concurrency=50, replicas=2, game="happy_mochi", duration=15.0, warmup=3.0)
+
+
+def test_a_table_aligns_names_left_and_figures_right():
+    made = markdown.table(["game", "through", "moves/s"], [["mori", "nginx", "265"], ["more", "gw", "9"]], 2)
+    assert made.splitlines() == [
+        "| game | through | moves/s |",
+        "| --- | --- | ---: |",
+        "| mori | nginx | 265 |",
+        "| more | gw | 9 |",
+    ]
+
+
+def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
+    figures = bench.Figures(
+        "happy_mochi",
+        "nginx",
+        51,
+        4602,
+        303.4,
+        107.43,
+        454.01,
+        0,
+        30170.2,
+        4.853,
+        {"redis": 0.3, "nginx": 0.42},
+    )
+    bench.print_table([figures], bench.EchoFigures(2142.4, 0.4731), ARGS)
+    lines = capsys.readouterr().out.splitlines()
+    header = lines.index(
+        "| game | through | matches | moves | moves/s | SubmitMove p50 / p99 ms | errors"
+        " | Redis bytes per live match | server CPU ms per move | ÷ echo call |"
+    )
+    assert lines[header + 1] == "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    assert (
+        lines[header + 2]
+        == "| happy_mochi | nginx | 51 | 4602 | 303 | 107.4 / 454.0 | 0 | 30,170 | 4.85 | 10.3 |"
+    )
+    split = lines.index("| game | through | redis | replicas | gateway | nginx |")
+    assert lines[split + 2] == "| happy_mochi | nginx | 0.30 | 0.00 | 0.00 | 0.42 |"
+
