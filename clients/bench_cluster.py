@@ -26,6 +26,7 @@ from typing import IO
 
 import redis
 
+from clients import markdown
 from clients.bench import cpu_seconds, game_load, percentile
 from deploy.launcher import System, running_system
 from deploy.redis_cluster import running_redis_cluster
@@ -143,17 +144,22 @@ def report(rows: list[Row], args: argparse.Namespace) -> None:
         f"{args.warmup:g} s of warm-up, {args.replicas} service replicas, one gateway, "
         f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
     )
-    print(
-        f"{'setup':<16} {'moves/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'errors':>6} "
-        f"{'CPU ms/move':>11} {'redis':>6} {'svc':>6} {'gw':>6} {'client':>6} "
-        f"{'max redis core':>14} {'server cores':>12}"
-    )
-    for r in rows:
-        print(
-            f"{r.setup:<16} {r.moves_per_s:>8.0f} {r.p50_ms:>7.1f} {r.p99_ms:>7.1f} {r.errors:>6} "
-            f"{r.server_ms:>11.2f} {r.redis_ms:>6.2f} {r.services_ms:>6.2f} {r.gateway_ms:>6.2f} "
-            f"{r.client_ms:>6.2f} {r.busiest_redis_core:>13.0%} {r.server_cores:>12.2f}"
-        )
+    header = ["setup", "moves/s", "p50 ms", "p99 ms", "errors", "CPU ms/move", "redis", "svc", "gw"]
+    header += ["client", "max redis core", "server cores"]
+    cells = [
+        [
+            r.setup,
+            f"{r.moves_per_s:.0f}",
+            f"{r.p50_ms:.1f}",
+            f"{r.p99_ms:.1f}",
+            str(r.errors),
+            *(f"{ms:.2f}" for ms in (r.server_ms, r.redis_ms, r.services_ms, r.gateway_ms, r.client_ms)),
+            f"{r.busiest_redis_core:.0%}",
+            f"{r.server_cores:.2f}",
+        ]
+        for r in rows
+    ]
+    print(markdown.table(header, cells))
     print(
         "CPU ms/move: every server process (Redis nodes + services + gateway) from /proc, split"
         " into redis/svc/gw; client: this load generator's own CPU, on the same machine."

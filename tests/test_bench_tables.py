@@ -1,11 +1,11 @@
-"""The benches' result tables: one Markdown table maker, used by make bench (pure, on
-sample rows)."""
+"""The benches' result tables: one Markdown table maker, used by make bench and make
+bench-cluster (pure, on sample rows)."""
 
 from __future__ import annotations
 
 import argparse
 
-from clients import bench, markdown
+from clients import bench, bench_cluster, markdown
 
 ARGS = argparse.Namespace(concurrency=50, replicas=2, game="happy_mochi", duration=15.0, warmup=3.0)
 
@@ -48,3 +48,16 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
     split = lines.index("| game | through | redis | replicas | gateway | nginx |")
     assert lines[split + 2] == "| happy_mochi | nginx | 0.30 | 0.00 | 0.00 | 0.42 |"
 
+
+def test_make_bench_cluster_prints_its_rows_as_a_table(capsys):
+    row = bench_cluster.Row("cluster 2m+2r", 165.0, 141.0, 534.04, 2, 0.46, 4.88, 2.79, 1.65, 0.052, 1.9)
+    bench_cluster.report([row], ARGS)
+    lines = capsys.readouterr().out.splitlines()
+    header = lines.index(
+        "| setup | moves/s | p50 ms | p99 ms | errors | CPU ms/move | redis | svc | gw | client"
+        " | max redis core | server cores |"
+    )
+    assert lines[header + 1] == "| --- |" + " ---: |" * 11
+    assert lines[header + 2] == (
+        "| cluster 2m+2r | 165 | 141.0 | 534.0 | 2 | 8.13 | 0.46 | 4.88 | 2.79 | 1.65 | 5% | 1.90 |"
+    )
