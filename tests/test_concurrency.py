@@ -8,16 +8,14 @@ import uuid
 
 import grpc
 
-from services.runtime import keys
-from services.runtime.store import StoredEvent
+from services.runtime.store import MatchStore, StoredEvent
 from tests.helpers import active_seat_move, refusal, start_match
 
 GAME = "happy_mochi"
 
 
 async def stored_events(redis_client, match_id: str) -> list[StoredEvent]:
-    entries = await redis_client.xrange(keys.events(match_id))
-    return [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
+    return await MatchStore(redis_client).history(match_id)
 
 
 async def test_retried_request_id_returns_the_first_answer_and_applies_nothing(cluster):

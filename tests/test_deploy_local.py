@@ -22,9 +22,8 @@ from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
-from services.runtime import keys
 from services.runtime.redis_client import connect
-from services.runtime.store import StoredEvent
+from services.runtime.store import MatchStore
 
 GAME = "mori"  # 3 seats, 120 moves a match: short
 PLAYERS = 3
@@ -155,8 +154,7 @@ async def assert_intact(client: GameClient, run: MakeRun, matches: list[BotMatch
     try:
         for match in matches:
             assert match.acknowledged == list(range(1, len(match.acknowledged) + 1))
-            entries = await redis.xrange(keys.events(match.match_id))
-            stored = [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
+            stored = await MatchStore(redis).history(match.match_id)
             assert {e.version for e in stored} - {0} == set(match.acknowledged)
             found = await retried(lambda m=match: client.match(m.match_id))
             assert (found.version, found.status) == (len(match.acknowledged), match.status)

@@ -38,8 +38,7 @@ async def timed_cluster():
 
 
 async def stream_events(redis, match_id: str) -> list[StoredEvent]:
-    entries = await redis.xrange(keys.events(match_id), "-", "+")
-    return [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
+    return await MatchStore(redis).history(match_id)
 
 
 def kinds(events: list[StoredEvent]) -> list[str]:

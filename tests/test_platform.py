@@ -146,7 +146,8 @@ async def test_finished_match_expires_and_refuses_moves(cluster, redis_client):
     assert facts.status == common_pb2.FINISHED and list(facts.winners)
     ttl = await redis_client.ttl(keys.match(played.match_id))
     assert 0 < ttl <= 600  # the finished TTL of the test settings
-    assert 0 < await redis_client.ttl(keys.events(played.match_id)) <= 600
+    for key in (keys.tail(played.match_id), keys.archive(played.match_id), keys.requests(played.match_id)):
+        assert 0 < await redis_client.ttl(key) <= 600
 
 
 async def test_every_accepted_move_reaches_the_game_stream(cluster, redis_client):

@@ -14,7 +14,6 @@ import pytest
 
 from services.catalog import rules_module
 from services.engine import MoveError
-from services.runtime import keys
 from services.runtime.errors import FailedPrecondition
 from services.runtime.matches import MatchService, MoveResult
 from services.runtime.redis_client import connect
@@ -59,10 +58,9 @@ async def random_move(service: MatchService, match_id: str, rng: random.Random) 
 async def stream(redis_url: str, match_id: str) -> list[StoredEvent]:
     client = connect(redis_url)
     try:
-        entries = await client.xrange(keys.events(match_id))
+        return await MatchStore(client).history(match_id)
     finally:
         await client.aclose()
-    return [StoredEvent.from_entry(i, f) for i, f in entries]
 
 
 def assert_contiguous(events: list[StoredEvent], version: int) -> None:

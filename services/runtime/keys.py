@@ -13,19 +13,24 @@ def match(match_id: str) -> str:
 
 
 def events(match_id: str) -> str:
-    """Stream of the match's events; entry ids are ``<version>-<seq>``."""
+    """Stream of the match's events (entry ids ``<version>-<seq>``) of matches stored before
+    the tail and archive: read only, never written any more."""
     return f"{PREFIX}:{{{match_id}}}:events"
 
 
-def request(match_id: str, seat: int, request_id: str) -> str:
-    """The recorded answer to one ``SubmitMove`` request id of one seat."""
-    return f"{PREFIX}:{{{match_id}}}:req:{seat}:{request_id}"
+def tail(match_id: str) -> str:
+    """List of the match's latest commits' events, one element per commit (services.runtime.store)."""
+    return f"{PREFIX}:{{{match_id}}}:tail"
 
 
-def internal_request(match_id: str, seat: int, request_id: str) -> str:
-    """The recorded answer to one ``SubmitMove`` sent without a request id, under the id the
-    server gave it for the call's own commit attempts (apart from the clients' ids)."""
-    return f"{PREFIX}:{{{match_id}}}:ireq:{seat}:{request_id}"
+def archive(match_id: str) -> str:
+    """List of the match's older commits, each element a zlib-compressed chunk of them."""
+    return f"{PREFIX}:{{{match_id}}}:archive"
+
+
+def requests(match_id: str) -> str:
+    """String of the match's ``SubmitMove`` request records, 12 bytes each (services.runtime.store)."""
+    return f"{PREFIX}:{{{match_id}}}:requests"
 
 
 def game_moves(game: str) -> str:

@@ -24,7 +24,15 @@ from services.runtime.due import DueSet
 from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from services.runtime.settings import ServiceSettings
 from services.runtime.state_cache import StateCache
-from services.runtime.store import FeedEntry, MatchRecord, MatchStore, StoredEvent
+from services.runtime.store import (
+    DIGEST_BYTES,
+    FeedEntry,
+    MatchRecord,
+    MatchStore,
+    RecordedAnswer,
+    StoredEvent,
+    request_digest,
+)
 from services.runtime.tables import Seats, TableOptions, new_lifecycle
 from services.runtime.watch_hub import WatchHub
 
@@ -38,11 +46,6 @@ MAX_REQUEST_ID = 128
 # Commit attempts when other writers keep winning the race and the client set no
 # expected_version; past this the client gets ABORTED and may retry.
 MAX_COMMIT_ATTEMPTS = 20
-# How long a move sent without a request id is remembered under the id the server gave it:
-# longer than the call itself may go on re-sending its commit (services/runtime/redis_client.py:
-# one Redis, 3 tries of at most the 1.5 s socket timeout plus backoff, under 5 s; a cluster,
-# 7 tries plus 0.5 s backoff each, under 14 s). Each costs ~100 bytes of Redis meanwhile.
-INTERNAL_REQUEST_TTL_S = 15
 # The last event of every match (an abandonment too ends with it).
 FINAL_EVENT = "match_ended"
 
@@ -109,13 +112,6 @@ class MoveResult:
     # The caller's legal moves when it still has a decision.
     next_moves: list[dict[str, Any]] = field(default_factory=list)
 
-    def answer(self) -> str:
-        """The recorded answer a retry of the same request id gets (next_moves aside, which
-        are the caller's moves at the time of the retry): ``[version, active_seats, status]``.
-        The events are not repeated here: they are the match stream's at that version, as
-        the caller may see them (the stream lives at least as long as this record)."""
-        return json.dumps([self.version, self.active_seats, self.status], separators=(",", ":"))
-
 
 class MatchService:
     def __init__(
@@ -152,15 +148,14 @@ class MatchService:
             raise _unknown(match_id)
         return record
 
-    async def _load_for_request(
-        self, match_id: str, request_key: str | None
-    ) -> tuple[MatchRecord, str | None]:
-        if request_key is None:
+    async def _load_for_request(self, match_id: str, request: bytes | None) -> tuple[MatchRecord, int | None]:
+        """The match and the version ``request`` (a digest) was answered at, if it was."""
+        if request is None:
             return await self._load(match_id), None
-        record, answer = await self.store.load_for_request(match_id, request_key)
+        record, answered = await self.store.load_for_request(match_id, request)
         if record is None:
             raise _unknown(match_id)
-        return record, answer
+        return record, answered
 
     def facts(self, record: MatchRecord) -> MatchFacts:
         status = self._status(record)
@@ -489,26 +484,19 @@ class MatchService:
             raise InvalidArgument(f"request_id: at most {MAX_REQUEST_ID} characters", field="request_id")
         grant = self.grant(token, match_id)
         seat = grant.seat
-        if request_id:
-            request_key, request_ttl_s = (
-                keys.request(match_id, seat, request_id),
-                self.settings.finished_ttl_s,
-            )
-        else:
-            # An id of the server's own: redis-py re-sends the commit script after a broken
-            # connection, and the first one may have run; the re-sent one then answers
-            # "duplicate" instead of conflicting and having this loop apply the move again.
-            request_key = keys.internal_request(match_id, seat, secrets.token_hex(8))
-            request_ttl_s = INTERNAL_REQUEST_TTL_S
+        # Without a request id, one of the server's own: redis-py re-sends the commit script
+        # after a broken connection, and the first one may have run; the re-sent one then
+        # answers "duplicate" instead of conflicting and having this loop apply the move again.
+        request = request_digest(seat, request_id) if request_id else secrets.token_bytes(DIGEST_BYTES)
         for _ in range(MAX_COMMIT_ATTEMPTS):
             attempt = self._attempt_cached(match_id, grant, move, expected_version)
             if attempt is None:
                 # Read (with the recorded answer of a client's request id) and decide on the
                 # match as stored; a refusal here is final.
-                record, answer = await self._load_for_request(match_id, request_key if request_id else None)
+                record, answered = await self._load_for_request(match_id, request if request_id else None)
                 self.seats(record).check_current(grant)
-                if answer:
-                    return await self._replay(record, seat, answer)
+                if answered is not None:
+                    return await self._replay(record, seat, answered)
                 state = self.rules.State.from_dict(record.state)
                 events = self._decide(record, state, seat, move, expected_version)
             else:
@@ -528,9 +516,8 @@ class MatchService:
                 record,
                 stored,
                 self._ttl(record),
-                request_key,
-                first.answer() if request_id else "1",
-                request_ttl_s,
+                request,
+                RecordedAnswer(active, record.status) if request_id else None,
                 self._feed(record, seat, stored),
             )
             if result.outcome == "duplicate" and not request_id:
@@ -540,7 +527,7 @@ class MatchService:
             if result.outcome == "duplicate":
                 # The same request won a race with itself: answer as the first one did, from
                 # the stored match (``record`` holds this attempt's uncommitted state).
-                return await self._replay(await self._load(match_id), seat, result.previous_answer)
+                return await self._replay(await self._load(match_id), seat, result.previous_version)
             if result.outcome == "ok":
                 return await self._committed(record, state, previous, stored, due, first, result.rev)
             metrics.commit_conflict(self.game.name, retrying=expected_version is None)
@@ -624,23 +611,20 @@ class MatchService:
         record.event_seq = len(bodies)
         return [StoredEvent(record.version, i + 1, to, body) for i, (body, to) in enumerate(bodies)]
 
-    async def _replay(self, record: MatchRecord, seat: int, answer: str) -> MoveResult:
-        """The first answer to a retried request id, whole; next moves as of now."""
-        first = json.loads(answer)
-        if isinstance(first, dict):  # recorded whole, events included, before
-            version, active, status = int(first["version"]), first["active_seats"], first["status"]
-            events = [StoredEvent(version, int(seq), None, body) for seq, body in first["events"]]
-        else:
-            version, active, status = int(first[0]), first[1], first[2]
-            stored = await self.store.events_of_version(record.match_id, version)
-            events = [e for e in stored if e.visible_to(seat)]
+    async def _replay(self, record: MatchRecord, seat: int, version: int) -> MoveResult:
+        """The first answer to a retried request id, whole (answered at ``version``, its
+        events from the history); next moves as of now."""
+        commit = await self.store.commit_of_version(record.match_id, version)
+        if commit is None or commit.answer is None:
+            raise RuntimeError(f"request answered at version {version}, whose commit is not stored")
         log.info("move_replayed", version=version)
         next_moves: list[dict[str, Any]] = []
         if self._status(record) == IN_PROGRESS:
             state = self.state_of(record)
             if seat in state.active_seats():
                 next_moves = state.legal_moves(seat)
-        return MoveResult(version, events, list(active), str(status), next_moves)
+        events = [e for e in commit.events if e.visible_to(seat)]
+        return MoveResult(version, events, commit.answer.active_seats, commit.answer.status, next_moves)
 
     def _feed(self, record: MatchRecord, seat: int, events: list[StoredEvent]) -> FeedEntry:
         """The move's entry in the per-game feed for downstream consumers (the match stream,

@@ -1,15 +1,25 @@
-"""Match state in Redis: one hash per match, one event stream per match, atomic commits.
+"""Match state in Redis: one hash per match, its history, atomic commits.
 
 Every write is a compare-and-set on the match's ``rev`` counter inside one Lua script,
-which also appends the write's events to the match stream and records the request id.
+which also appends the write's events to the match's history and records the request id.
 So a move is committed whole or not at all, and two replicas racing on one match cannot
 both commit against the same revision.
+
+History (README, "Storage"): each commit's events are one element of the match's ``tail``
+list; once the tail is long, its oldest ``CHUNK`` elements move, zlib-compressed, into one
+element of the ``archive`` list. The commit script hands those elements back in its reply
+and the replica's next commit on the match brings the compressed chunk, so compaction
+costs no round trip of its own. Request ids are 12-byte records (a digest, the version)
+appended to one string per match.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
+import zlib
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +39,20 @@ log = structlog.get_logger("store")
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 
+# Commits per archived chunk, and how many of the latest stay in the tail after one is
+# archived (a watcher a little behind reads them there, without the archive).
+CHUNK = 16
+KEEP_RECENT = 4
+# A request record: an 8-byte digest of (seat, request id), the version, 4 bytes big-endian.
+DIGEST_BYTES = 8
+RECORD_BYTES = DIGEST_BYTES + 4
+# Chunks compressed from a commit's reply, waiting for this replica's next commit on their
+# match; a replica holds at most this many (the oldest is dropped: any commit hands it out again).
+MAX_PENDING_CHUNKS = 10_000
+
+# A stream position, (version, seq) of an event.
+Position = tuple[int, int]
+
 
 def _decode(raw: str | bytes) -> Any:
     if isinstance(raw, str) or raw[:1] == b"{":
@@ -36,38 +60,84 @@ def _decode(raw: str | bytes) -> Any:
     return _unpack(raw)
 
 
+def request_digest(seat: int, request_id: str) -> bytes:
+    """The key a client's request id is recorded under (per seat)."""
+    return hashlib.blake2b(f"{seat}:{request_id}".encode(), digest_size=DIGEST_BYTES).digest()
+
+
 # A record this process already holds decoded, by match id and rev (to read only), if any.
 KnownRecord = Callable[[str, int], "MatchRecord | None"]
 
-# KEYS: match hash, events stream, request record, notify channel (same hash tag), and
+# Searches the request records (a string) for a digest: the version it was answered at,
+# or false. Records are fixed-size, so a hit counts only at a record's start.
+_FIND_REQUEST = """
+local function find_request(records, digest)
+  if not records then return false end
+  local at = 1
+  while true do
+    local i = string.find(records, digest, at, true)
+    if not i then return false end
+    if (i - 1) % RECORD == 0 then return (struct.unpack('>I4', records, i + DIGEST)) end
+    at = i + 1
+  end
+end
+""".replace("RECORD", str(RECORD_BYTES)).replace("DIGEST", str(DIGEST_BYTES))
+
+# KEYS: match hash, tail, archive, request records, notify channel (same hash tag), and
 #       the per-game move feed (another slot: given on a single Redis only).
-# ARGV: expected rev, new doc, ttl seconds, request value ('' = no request id),
-#       request ttl, new version, feed maxlen, feed entry (JSON list of field, value pairs;
-#       '' = none), then event id / payload pairs.
+# ARGV: 1 expected rev, 2 new doc, 3 ttl seconds, 4 request digest ('' = none),
+#       5 new version, 6 tail element ('' = no events), 7 last event id ('' = none),
+#       8 feed maxlen, 9 feed entry (JSON list of field, value pairs; '' = none),
+#       10 archived chunk ('' = none), 11 the tail's first element it was made from.
+# Returns {'ok', new rev, the tail's oldest CHUNK elements when they are due for the
+# archive}, {'conflict', rev} or {'duplicate', version}.
 # The PUBLISH (the stream id of the write's last event) wakes the watch hubs that have not
-# seen that far; a hub that misses it (reconnecting) re-reads the
-# stream, which stays the source of truth.
-_COMMIT = """
+# seen that far; a hub that misses it (reconnecting) re-reads the history, which stays the
+# source of truth.
+_COMMIT = (
+    _FIND_REQUEST
+    + """
+local records = false
 if ARGV[4] ~= '' then
-  local previous = redis.call('GET', KEYS[3])
-  if previous then return {'duplicate', previous} end
+  records = redis.call('GET', KEYS[4])
+  local version = find_request(records, ARGV[4])
+  if version then return {'duplicate', tostring(version)} end
 end
 local rev = redis.call('HGET', KEYS[1], 'rev')
 if rev ~= ARGV[1] then return {'conflict', rev or ''} end
 local new_rev = tonumber(rev) + 1
 redis.call('HSET', KEYS[1], 'rev', new_rev, 'doc', ARGV[2])
-for i = 9, #ARGV, 2 do
-  redis.call('XADD', KEYS[2], ARGV[i], 'e', ARGV[i + 1])
+if ARGV[6] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[6]) end
+-- SET, not APPEND: APPEND's string would keep up to as much room again for growth.
+if ARGV[4] ~= '' then
+  redis.call('SET', KEYS[4], (records or '') .. ARGV[4] .. struct.pack('>I4', tonumber(ARGV[5])))
 end
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('EXPIRE', KEYS[2], ARGV[3]) end
-if ARGV[4] ~= '' then redis.call('SET', KEYS[3], ARGV[4], 'EX', ARGV[5]) end
-if #ARGV >= 9 then redis.call('PUBLISH', KEYS[4], ARGV[#ARGV - 1]) end
-if ARGV[8] ~= '' and KEYS[5] then
-  redis.call('XADD', KEYS[5], 'MAXLEN', '~', ARGV[7], '*', unpack(cjson.decode(ARGV[8])))
+if ARGV[10] ~= '' and redis.call('LINDEX', KEYS[2], 0) == ARGV[11] then
+  redis.call('RPUSH', KEYS[3], ARGV[10])
+  redis.call('LTRIM', KEYS[2], CHUNK, -1)
+end
+for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
+if ARGV[7] ~= '' then redis.call('PUBLISH', KEYS[5], ARGV[7]) end
+if ARGV[9] ~= '' and KEYS[6] then
+  redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[8], '*', unpack(cjson.decode(ARGV[9])))
+end
+if redis.call('LLEN', KEYS[2]) >= CHUNK + KEEP then
+  return {'ok', tostring(new_rev), redis.call('LRANGE', KEYS[2], 0, CHUNK - 1)}
 end
 return {'ok', tostring(new_rev)}
+""".replace("CHUNK", str(CHUNK)).replace("KEEP", str(KEEP_RECENT))
+)
+
+# KEYS: match hash, request records. ARGV: request digest. Returns rev, doc and the
+# version the request was answered at (false: none).
+_LOAD_FOR_REQUEST = (
+    _FIND_REQUEST
+    + """
+local found = find_request(redis.call('GET', KEYS[2]), ARGV[1])
+local rev, doc = unpack(redis.call('HMGET', KEYS[1], 'rev', 'doc'))
+return {rev, doc, found}
 """
+)
 
 
 @dataclass
@@ -116,12 +186,9 @@ class StoredEvent:
     def stream_id(self) -> str:
         return f"{self.version}-{self.seq}"
 
-    def payload(self) -> bytes:
-        """``[to, body]`` (the seats it is for, or nil for everyone; the event)."""
-        return _pack((self.to, self.body))
-
     @classmethod
     def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> StoredEvent:
+        """An event of the per-event stream matches were stored in before the tail."""
         text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
         version, seq = (int(part) for part in text.split("-"))
         data = _decode(fields[b"e"] if b"e" in fields else fields["e"])
@@ -130,6 +197,52 @@ class StoredEvent:
 
     def visible_to(self, seat: int | None) -> bool:
         return self.to is None or (seat is not None and seat in self.to)
+
+
+@dataclass(frozen=True)
+class RecordedAnswer:
+    """What a commit answered its SubmitMove, for a retry of the same request id."""
+
+    active_seats: list[int]
+    status: str
+
+
+@dataclass(frozen=True)
+class StoredCommit:
+    """One commit's events (all of one version, numbered from ``first_seq``), as stored:
+    ``[version, first_seq, [[to, body], ...], answer]`` (answer: ``[active_seats, status]``
+    of a SubmitMove with a request id, else nil)."""
+
+    version: int
+    first_seq: int
+    events: list[StoredEvent]
+    answer: RecordedAnswer | None
+
+    @classmethod
+    def of(cls, events: list[StoredEvent], answer: RecordedAnswer | None) -> bytes:
+        body = [[e.to, e.body] for e in events]
+        extra = None if answer is None else [answer.active_seats, answer.status]
+        return _pack([events[0].version, events[0].seq, body, extra])
+
+    @classmethod
+    def decode(cls, data: list[Any]) -> StoredCommit:
+        version, first, body, extra = data
+        events = [
+            StoredEvent(version, first + i, None if to is None else tuple(to), event)
+            for i, (to, event) in enumerate(body)
+        ]
+        answer = None if extra is None else RecordedAnswer(list(extra[0]), str(extra[1]))
+        return cls(version, first, events, answer)
+
+
+def _array_header(count: int) -> bytes:
+    """MessagePack's header of an array of ``count`` items (the tail's elements follow it)."""
+    return bytes([0x90 | count]) if count < 16 else b"\xdc" + count.to_bytes(2, "big")
+
+
+def _chunk(elements: list[bytes]) -> bytes:
+    """An archive element: the tail elements as one MessagePack array, zlib-compressed."""
+    return zlib.compress(_array_header(len(elements)) + b"".join(elements))
 
 
 @dataclass(frozen=True)
@@ -145,16 +258,20 @@ class FeedEntry:
 class CommitResult:
     outcome: str  # "ok", "conflict" or "duplicate"
     rev: int = 0
-    previous_answer: str = ""
+    # A duplicate: the version the request was answered at.
+    previous_version: int = 0
 
 
 class MatchStore:
     def __init__(self, client: RedisClient) -> None:
         self.redis = client
         self._commit = client.register_script(_COMMIT)
+        self._load_for_request = client.register_script(_LOAD_FOR_REQUEST)
         # One Redis: the feed entry goes in the commit script (one round trip). A cluster
         # keeps the feed in another slot, so it is appended right after the commit.
         self._feed_in_commit = not isinstance(client, aioredis.RedisCluster)
+        # match id -> (the tail's first element, the compressed chunk it starts).
+        self._pending: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()
 
     async def create(self, record: MatchRecord, ttl_s: int) -> None:
         key = keys.match(record.match_id)
@@ -174,46 +291,50 @@ class MatchStore:
             return None
         return MatchRecord.decode(doc, int(rev))
 
-    async def load_for_request(
-        self, match_id: str, request_key: str
-    ) -> tuple[MatchRecord | None, str | None]:
-        """The match and the recorded answer to ``request_key`` (if any), in one round trip."""
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hmget(keys.match(match_id), ["rev", "doc"])
-            pipe.get(request_key)
-            (rev, doc), answer = await pipe.execute()
+    async def load_for_request(self, match_id: str, digest: bytes) -> tuple[MatchRecord | None, int | None]:
+        """The match and the version its request ``digest`` was answered at (None: not
+        recorded), in one round trip."""
+        script_keys = [keys.match(match_id), keys.requests(match_id)]
+        rev, doc, found = await self._load_for_request(keys=script_keys, args=[digest])
         record = None if doc is None or rev is None else MatchRecord.decode(doc, int(rev))
-        return record, answer.decode() if isinstance(answer, bytes) else answer
+        return record, None if found is None else int(found)
 
     async def commit(
         self,
         record: MatchRecord,
         events: list[StoredEvent],
         ttl_s: int,
-        request_key: str | None = None,
-        request_answer: str = "",
-        request_ttl_s: int = 0,
+        request: bytes = b"",
+        answer: RecordedAnswer | None = None,
         feed: FeedEntry | None = None,
     ) -> CommitResult:
-        """Write ``record`` if nobody wrote since it was loaded (its ``rev``), and once it is
-        written, append ``feed`` to its per-game feed."""
+        """Write ``record`` if nobody wrote since it was loaded (its ``rev``), with
+        ``events`` (one version's, in order), the ``request`` digest and the ``answer`` a
+        retry of it gets; once it is written, append ``feed`` to its per-game feed."""
         match_id = record.match_id
         in_commit = feed is not None and self._feed_in_commit
         feed_fields = [str(v) for pair in feed.fields.items() for v in pair] if feed is not None else []
+        first, chunk = self._pending.pop(match_id, (b"", b""))
         argv: list[Any] = [
             record.rev,
             record.encode(),
             ttl_s,
-            request_answer if request_key else "",
-            max(request_ttl_s, 1),
+            request,
             record.version,
+            StoredCommit.of(events, answer) if events else "",
+            events[-1].stream_id if events else "",
             feed.maxlen if feed is not None else 0,
             json.dumps(feed_fields, separators=(",", ":")) if in_commit else "",
+            chunk,
+            first,
         ]
-        for event in events:
-            argv += [event.stream_id, event.payload()]
-        request = request_key or keys.request(match_id, 0, "-")
-        script_keys = [keys.match(match_id), keys.events(match_id), request, keys.notify(match_id)]
+        script_keys = [
+            keys.match(match_id),
+            keys.tail(match_id),
+            keys.archive(match_id),
+            keys.requests(match_id),
+            keys.notify(match_id),
+        ]
         if in_commit:
             assert feed is not None
             script_keys.append(feed.key)
@@ -221,12 +342,23 @@ class MatchStore:
         outcome = result[0].decode() if isinstance(result[0], bytes) else result[0]
         value = result[1].decode() if isinstance(result[1], bytes) else result[1]
         if outcome == "ok":
+            if len(result) > 2:
+                self._hold(match_id, list(result[2]))
             if feed is not None and not in_commit:
                 await self._append(feed, record.version)
             return CommitResult("ok", rev=int(value))
         if outcome == "duplicate":
-            return CommitResult("duplicate", previous_answer=value)
+            return CommitResult("duplicate", previous_version=int(value))
+        if chunk:
+            self._pending.setdefault(match_id, (first, chunk))  # for the attempt after this one
         return CommitResult("conflict")
+
+    def _hold(self, match_id: str, elements: list[bytes]) -> None:
+        """Compress the tail elements a commit handed out; the next commit takes them in."""
+        self._pending[match_id] = (elements[0], _chunk(elements))
+        self._pending.move_to_end(match_id)
+        while len(self._pending) > MAX_PENDING_CHUNKS:
+            self._pending.popitem(last=False)
 
     async def _append(self, feed: FeedEntry, version: int) -> None:
         """Append a committed move's feed entry (a cluster: another slot, another node).
@@ -240,27 +372,80 @@ class MatchStore:
             # only make the client retry a move that is already in; the feed misses it.
             log.exception("game_feed_append_failed", version=version)
 
+    async def commit_of_version(self, match_id: str, version: int) -> StoredCommit | None:
+        """The commit that made ``version`` (the first one stored under it), if stored."""
+        commits = await self._commits_after(match_id, (version, 0), await self._tail(match_id))
+        return next((c for c in commits if c.version == version), None)
+
     async def events_of_version(self, match_id: str, version: int) -> list[StoredEvent]:
-        """Every event stored under ``version`` (stream ids ``<version>-*``)."""
-        entries: Any = await self.redis.xrange(keys.events(match_id), str(version), str(version))
-        return [StoredEvent.from_entry(i, f) for i, f in entries]
+        """Every event stored under ``version``."""
+        events, _ = await self.events_after(match_id, (version, 0), with_record=False)
+        return [e for e in events if e.version == version]
+
+    async def history(self, match_id: str) -> list[StoredEvent]:
+        """Every stored event of the match, in order."""
+        events, _ = await self.events_after(match_id, (0, 0), with_record=False)
+        return events
 
     async def events_after(
-        self, match_id: str, after: tuple[int, int], with_record: bool, known: KnownRecord | None = None
+        self, match_id: str, after: Position, with_record: bool, known: KnownRecord | None = None
     ) -> tuple[list[StoredEvent], MatchRecord | None]:
         """Events strictly after stream position ``after`` and, when asked, the match as it
         is once they are read (read second, so it is at least as new as the last event);
         ``known`` may give that record at its rev instead of decoding the document."""
-        start = f"({after[0]}-{after[1]}"
         if not with_record:
-            entries: Any = await self.redis.xrange(keys.events(match_id), start, "+")
-            return [StoredEvent.from_entry(i, f) for i, f in entries], None
-        async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.xrange(keys.events(match_id), start, "+")
-            pipe.hmget(keys.match(match_id), ["rev", "doc"])
-            entries, (rev, doc) = await pipe.execute()
-        record = None
-        if doc is not None and rev is not None:
-            record = known(match_id, int(rev)) if known is not None else None
-            record = record or MatchRecord.decode(doc, int(rev))
-        return [StoredEvent.from_entry(i, f) for i, f in entries], record
+            tail = await self._tail(match_id)
+            record = None
+        else:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.lrange(keys.tail(match_id), 0, -1)
+                pipe.hmget(keys.match(match_id), ["rev", "doc"])
+                tail, (rev, doc) = await pipe.execute()
+            record = None
+            if doc is not None and rev is not None:
+                record = known(match_id, int(rev)) if known is not None else None
+                record = record or MatchRecord.decode(doc, int(rev))
+        commits = await self._commits_after(match_id, after, tail)
+        return [e for c in commits for e in c.events if (e.version, e.seq) > after], record
+
+    async def _tail(self, match_id: str) -> list[bytes]:
+        tail: Any = await self.redis.lrange(keys.tail(match_id), 0, -1)
+        return tail
+
+    async def _commits_after(self, match_id: str, after: Position, tail: list[bytes]) -> list[StoredCommit]:
+        """The stored commits holding events after ``after``, oldest first: the tail read,
+        and when it starts past ``after``, the archive (read after the tail: a chunk
+        archived meanwhile is in both, and counted once) and the stream of matches stored
+        before the tail."""
+        commits = [StoredCommit.decode(_unpack(element)) for element in tail]
+        # Enough when the tail starts at or before the event right after ``after`` (or at
+        # the first event of all).
+        if commits and (_first(commits[0]) <= (after[0], after[1] + 1) or _first(commits[0]) == (0, 1)):
+            return [c for c in commits if _last(c) > after]
+        older: list[StoredCommit] = []
+        reached = False
+        chunks: Any = await self.redis.lrange(keys.archive(match_id), 0, -1)
+        for chunk in reversed(chunks):
+            decoded = [StoredCommit.decode(item) for item in _unpack(zlib.decompress(chunk))]
+            older[:0] = decoded
+            if _first(decoded[0]) <= after:
+                reached = True
+                break
+        older += [c for c in commits if not older or _last(c) > _last(older[-1])]
+        if not reached and (not older or _first(older[0]) != (0, 1)):
+            older[:0] = await self._legacy(match_id, after)
+        return [c for c in older if _last(c) > after]
+
+    async def _legacy(self, match_id: str, after: Position) -> list[StoredCommit]:
+        """Events of the per-event stream (``keys.events``) of a match stored before the tail."""
+        entries: Any = await self.redis.xrange(keys.events(match_id), f"({after[0]}-{after[1]}", "+")
+        events = [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
+        return [StoredCommit(e.version, e.seq, [e], None) for e in events]
+
+
+def _first(commit: StoredCommit) -> Position:
+    return commit.version, commit.first_seq
+
+
+def _last(commit: StoredCommit) -> Position:
+    return commit.version, commit.first_seq + len(commit.events) - 1

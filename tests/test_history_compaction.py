@@ -1,0 +1,195 @@
+"""A match's history stays exact when its tail is compacted into the archive (README,
+"Storage"): replay from version 0, resume after every (version, seq), and retried request
+ids answered whole, on a real Redis, for several games and two replicas."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+import pytest
+
+from services.catalog import rules_module
+from services.runtime import keys
+from services.runtime.matches import FINISHED, MatchService, MoveResult
+from services.runtime.redis_client import connect
+from services.runtime.store import CHUNK, KEEP_RECENT, MatchStore, StoredEvent
+from tests.conftest import service_settings
+
+Position = tuple[int, int]
+
+
+@contextlib.asynccontextmanager
+async def replicas(game: str, redis_url: str, count: int = 2) -> AsyncIterator[list[MatchService]]:
+    """``count`` replicas of one game's service on one Redis, each with its own store."""
+    clients = [connect(redis_url) for _ in range(count)]
+    try:
+        settings = service_settings(game, redis_url)
+        yield [MatchService(rules_module(game), MatchStore(c), settings) for c in clients]
+    finally:
+        for client in clients:
+            await client.aclose()
+
+
+async def start(service: MatchService, players: int, seed: int) -> tuple[str, dict[int, str]]:
+    facts = await service.create_match(players, seed, {})
+    tokens = {}
+    for n in range(players):
+        joined = await service.join_match(facts.match_id, f"p{n}")
+        tokens[joined.seat] = joined.token
+    return facts.match_id, tokens
+
+
+def positions(events: list[StoredEvent]) -> list[Position]:
+    return [(e.version, e.seq) for e in events]
+
+
+def assert_contiguous(history: list[StoredEvent], version: int) -> None:
+    """Versions 0..``version`` each once, their events numbered 1, 2, ... without a gap."""
+    assert positions(history) == sorted(set(positions(history))), "out of order or twice"
+    for v in range(version + 1):
+        seqs = [e.seq for e in history if e.version == v]
+        assert seqs == list(range(1, len(seqs) + 1)) and seqs, f"version {v}: seqs {seqs}"
+
+
+async def play(
+    services: list[MatchService], match_id: str, tokens: dict[int, str], seed: int, moves: int
+) -> tuple[list[StoredEvent], dict[str, tuple[int, dict[str, Any], MoveResult]]]:
+    """Random legal moves with request ids, on replicas taken at random; after each commit,
+    the stored history is the one before plus exactly that commit's events and the tail
+    stays short. Returns the history and each request id's seat, move and first answer."""
+    rng = random.Random(seed)
+    store = services[0].store
+    history = await store.history(match_id)
+    answers: dict[str, tuple[int, dict[str, Any], MoveResult]] = {}
+    for _ in range(moves):
+        service = rng.choice(services)
+        record = await store.load(match_id)
+        assert record is not None
+        if record.status == FINISHED:
+            break
+        state = service.rules.State.from_dict(record.state)
+        seat = rng.choice(list(state.active_seats()))
+        request_id = uuid.uuid4().hex
+        move = rng.choice(state.legal_moves(seat))
+        answer = await service.submit_move(match_id, tokens[seat], move, None, request_id)
+        answers[request_id] = (seat, move, answer)
+        now = await store.history(match_id)
+        assert now[: len(history)] == history, "a commit changed or lost earlier history"
+        added = now[len(history) :]
+        assert {e.version for e in added} == {answer.version}
+        assert [e for e in added if e.visible_to(seat)] == answer.events
+        history = now
+        # Each replica may hold the chunk handed out until its next commit on the match.
+        assert await store.redis.llen(keys.tail(match_id)) <= CHUNK + KEEP_RECENT + len(services) - 1
+    return history, answers
+
+
+async def watched(service: MatchService, match_id: str, token: str | None, cursor: dict[str, Any]) -> list:
+    """What ``WatchMatch`` streams of a finished match from ``cursor`` (it then closes)."""
+    return [e async for e in service.watch(match_id, token, cursor.get("version"), cursor.get("seq", 0))]
+
+
+@pytest.mark.parametrize(("game", "players", "seed"), [("mori", 3, 4), ("momiji", 2, 5)])
+async def test_a_finished_match_replays_and_resumes_exactly_after_compaction(
+    redis_url: str, game: str, players: int, seed: int
+) -> None:
+    async with replicas(game, redis_url) as services:
+        match_id, tokens = await start(services[0], players, seed)
+        history, answers = await play(services, match_id, tokens, seed, moves=400)
+        record = await services[0].store.load(match_id)
+        assert record is not None and record.status == FINISHED
+        assert_contiguous(history, record.version)
+        assert await services[0].store.redis.llen(keys.archive(match_id)) >= 3, "compacted"
+        watcher = services[1]
+        for seat, token in [(None, None), *tokens.items()]:
+            visible = [e for e in history if e.visible_to(seat)]
+            assert await watched(watcher, match_id, token, {}) == visible
+            for v in range(record.version + 1):
+                after_version = [e for e in visible if e.version > v]
+                assert await watched(watcher, match_id, token, {"version": v}) == after_version
+            for position in positions(history):
+                version, seq = position
+                after = [e for e in visible if (e.version, e.seq) > position]
+                assert await watched(watcher, match_id, token, {"version": version, "seq": seq}) == after
+        # A retried request id, however old, gets its first answer whole and applies nothing.
+        for request_id, (seat, move, first) in answers.items():
+            again = await services[1].submit_move(match_id, tokens[seat], move, None, request_id)
+            assert (again.version, again.events, again.active_seats, again.status) == (
+                first.version,
+                first.events,
+                first.active_seats,
+                first.status,
+            )
+        assert await services[0].store.history(match_id) == history
+
+
+async def test_a_live_match_resumes_at_every_position_after_compaction(redis_url: str) -> None:
+    async with replicas("happy_mochi", redis_url) as services:
+        match_id, tokens = await start(services[0], 2, 11)
+        history, answers = await play(services, match_id, tokens, 11, moves=3 * CHUNK + 7)
+        store = services[1].store
+        assert await store.redis.llen(keys.archive(match_id)) >= 2, "compacted"
+        for position in [(0, 0), *positions(history)]:
+            events, _ = await store.events_after(match_id, position, with_record=False)
+            assert events == [e for e in history if (e.version, e.seq) > position], position
+        for version in range(history[-1].version + 1):
+            assert await store.events_of_version(match_id, version) == [
+                e for e in history if e.version == version
+            ]
+        request_id, (seat, move, first) = next(iter(answers.items()))
+        again = await services[0].submit_move(match_id, tokens[seat], move, None, request_id)
+        assert (again.version, again.events, again.active_seats, again.status) == (
+            first.version,
+            first.events,
+            first.active_seats,
+            first.status,
+        )
+        assert await store.history(match_id) == history, "the retry applied nothing"
+
+
+async def test_a_read_racing_a_compaction_misses_and_repeats_nothing(redis_url: str) -> None:
+    """A reader takes the tail, then a commit archives part of it before the reader looks
+    at the archive: the events come once each."""
+    async with replicas("happy_mochi", redis_url, count=1) as services:
+        store = services[0].store
+        match_id, tokens = await start(services[0], 2, 12)
+        await play(services, match_id, tokens, 12, moves=CHUNK + KEEP_RECENT - 3)
+        old_tail = await store.redis.lrange(keys.tail(match_id), 0, -1)
+        archived = await store.redis.llen(keys.archive(match_id))
+        history, _ = await play(services, match_id, tokens, 13, moves=CHUNK)
+        assert await store.redis.llen(keys.archive(match_id)) > archived, "a chunk was archived meanwhile"
+        first = msgspec.msgpack.decode(old_tail[0])
+        before = (first[0], first[1] - 1) if first[1] > 1 else (first[0] - 1, 2**64 - 1)
+        commits = await store._commits_after(match_id, before, old_tail)
+        events = [e for c in commits for e in c.events if (e.version, e.seq) > before]
+        # Everything after ``before``, in order, at least up to where the tail read ended.
+        assert events == [e for e in history if (e.version, e.seq) > before][: len(events)]
+        last = msgspec.msgpack.decode(old_tail[-1])
+        assert positions(events)[-1] >= (last[0], last[1] + len(last[2]) - 1)
+
+
+async def test_history_stored_before_the_tail_still_reads(redis_url: str, redis_client) -> None:
+    """A match whose first events are in the per-event stream of before (``keys.events``)
+    reads them there, then its newer commits from the tail and archive."""
+    async with replicas("happy_mochi", redis_url, count=1) as services:
+        store = services[0].store
+        match_id, tokens = await start(services[0], 2, 14)
+        stored = await store.history(match_id)
+        # As the earlier layout kept them: one stream entry per event, MessagePack [to, body].
+        await redis_client.delete(keys.tail(match_id))
+        for event in stored:
+            payload = msgspec.msgpack.encode([event.to, event.body])
+            await redis_client.xadd(keys.events(match_id), {"e": payload}, id=event.stream_id)
+        history, _ = await play(services, match_id, tokens, 14, moves=2 * CHUNK + KEEP_RECENT)
+        assert history[: len(stored)] == stored
+        record = await store.load(match_id)
+        assert record is not None
+        assert_contiguous(history, record.version)
+        for position in [(0, 0), *positions(history)[:: max(1, len(history) // 40)]]:
+            events, _ = await store.events_after(match_id, position, with_record=False)
+            assert events == [e for e in history if (e.version, e.seq) > position], position
