@@ -24,6 +24,7 @@ from services.engine import (
 from services.more import take
 from services.more.cards import (
     DECK_SIZE,
+    Meld,
     card_dict,
     extend,
     half_points,
@@ -38,7 +39,15 @@ from services.more.cards import (
 )
 from services.more.moves import MAX_BID, MOVE_FIELDS, check_options, parse_move
 from services.more.scoring import match_winners, score_round
-from services.more.steps import MeldFacts, Table, addition_steps, lone_card, meld_facts, three_card_steps
+from services.more.steps import (
+    MeldFacts,
+    SideMeld,
+    Table,
+    addition_steps,
+    lone_card,
+    meld_facts,
+    three_card_steps,
+)
 
 PLAYERS = 3
 HAND_SIZE = 11
@@ -91,6 +100,9 @@ class State:
         # meld_facts of the melds seen (melds are never changed in place: keyed by identity,
         # each entry holding its meld so that the id stays its own)
         self._facts: dict[int, tuple[JsonDict, MeldFacts]] = {}
+        # per side, (index, meld, facts) of its melds, for the meld list they were read from
+        # (the list is replaced, never changed in place, whenever the melds change)
+        self._sides: tuple[list[JsonDict], dict[str, list[SideMeld]]] | None = None
 
     # ---- construction and snapshots ----
 
@@ -216,11 +228,39 @@ class State:
         moves = three_card_steps(table, ace_ok)
         if len(hand) < 5:  # a 3-card meld would leave fewer than two cards
             moves = [m for m in moves if self._legal_if(seat, "lay_meld", m["lay_meld"])]
-        adds = addition_steps([self._meld_facts(m) for m in s["melds"]], self.side(seat), table, ace_ok)
+        adds = addition_steps(self._side_melds(self.side(seat)), table, ace_ok)
         if len(hand) < 3:  # an addition would leave fewer than two cards
             adds = [m for m in adds if self._legal_if(seat, "add_to_meld", m["add_to_meld"])]
         moves += adds
         return moves
+
+    def _side_melds(self, side: str) -> list[SideMeld]:
+        """(index, meld, facts) of ``side``'s melds on the table, in table order."""
+        melds = self.s["melds"]
+        known = self._sides
+        if known is None or known[0] is not melds:
+            sides: dict[str, list[SideMeld]] = {"pair": [], "solo": []}
+            for index, meld in enumerate(melds):
+                sides[meld["side"]].append((index, meld, self._meld_facts(meld)))
+            known = self._sides = (melds, sides)
+        return known[1][side]
+
+    def _place_meld(self, index: int, meld: Meld) -> None:
+        """Put ``meld`` on the table at ``index`` (a new one at the end, or a grown one in place of
+        the meld it grew from), in a new meld list, keeping ``_side_melds``' answer up to date."""
+        old = self.s["melds"]
+        new = index == len(old)
+        melds = self.s["melds"] = [*old, meld] if new else [*old[:index], meld, *old[index + 1 :]]
+        known = self._sides
+        if known is None or known[0] is not old:
+            return  # worked out when next asked
+        entries = known[1][meld["side"]]
+        entry = (index, meld, self._meld_facts(meld))
+        if new:
+            entries.append(entry)
+        else:
+            entries[next(i for i, (at, _, _) in enumerate(entries) if at == index)] = entry
+        self._sides = (melds, known[1])
 
     def _meld_facts(self, meld: JsonDict) -> MeldFacts:
         known = self._facts.get(id(meld))
@@ -288,12 +328,15 @@ class State:
 
     def apply(self, seat: int, move: JsonDict) -> list[Event]:
         kind, body = parse_move(move)
-        self._validate(seat, kind, body)
+        made = self._validate(seat, kind, body)
         self._take = None
+        if made is not None:
+            return _PLACE[kind](self, seat, body, made)
         return _APPLY[kind](self, seat, body)
 
-    def _validate(self, seat: int, kind: str, b: JsonDict) -> None:
-        """Raise unless ``seat`` may make this move now; mutates nothing."""
+    def _validate(self, seat: int, kind: str, b: JsonDict) -> Meld | None:
+        """Raise unless ``seat`` may make this move now; mutates nothing. A melding step's
+        result: the new meld (no side yet) or the grown one."""
         s = self.s
         phase = s["phase"]
         in_turn = phase in ("draw", "play") and seat == s["turn"]
@@ -304,7 +347,7 @@ class State:
         if phase == "bidding":
             if kind != "bid":
                 raise RuleViolation("bid_first", "every player bids 0-3 for the Solo before the deal")
-            return
+            return None
         if kind == "bid":
             raise RuleViolation("no_bidding", "bids are made only at the start of a Bid-for-Solo round")
         if phase == "draw" and kind not in ("draw", "take_pile"):
@@ -315,7 +358,7 @@ class State:
         hand = s["hands"][seat]
         side = self.side(seat)
         if kind == "draw":
-            return
+            return None
         if kind == "take_pile":
             if not s["discard"]:
                 raise RuleViolation("pile_empty", "the discard pile is empty")
@@ -329,11 +372,11 @@ class State:
                     f"you may take the discard pile only if you can meld its top card "
                     f"({name(s['discard'][-1])}) this turn",
                 )
-            return
+            return None
         if kind == "take_back":
             if not self._can_take_back():
                 raise RuleViolation("nothing_to_take_back", "there is nothing of this turn to take back")
-            return
+            return None
         if kind == "discard":
             card = b["card"]
             self._check_in_hand(seat, card, "discard")
@@ -345,8 +388,8 @@ class State:
                 )
             self._check_opening(t["halves"])
             if len(hand) == 1:
-                self._check_exit([m for m in s["melds"] if m["side"] == side], side, 0, True)
-            return
+                self._check_exit([m for _, m, _ in self._side_melds(side)], side, 0, True)
+            return None
         # lay_meld / add_to_meld
         if t["closed"]:
             raise RuleViolation("melding_closed", "you took back your melds: discard to end your turn")
@@ -359,9 +402,13 @@ class State:
                 raise RuleViolation(rule, _MELD_MESSAGES[rule])
             if meld["kind"] == "ace_set":
                 self._check_ace_set(seat)
-            after = [m for m in s["melds"] if m["side"] == side] + [meld]
             left = len(hand) - len(cards)
-            halves = t["halves"] + sum(half_points(c) for c in cards)
+            if left <= 1:
+                after = [m for _, m, _ in self._side_melds(side)] + [meld]
+                self._check_exit(after, side, left, False)
+                if left == 0:
+                    self._check_opening(t["halves"] + sum(half_points(c) for c in cards))
+            return meld
         else:
             index, card = b["meld"], b["card"]
             self._check_in_hand(seat, card, "add_to_meld")
@@ -378,13 +425,13 @@ class State:
                     f"{name(card)} does not fit at the {end} end of meld {index}: runs are one suit in "
                     "sequence (no wrap, at most 14 cards), at most one pankal per meld",
                 )
-            after = [grown if i == index else m for i, m in enumerate(s["melds"]) if m["side"] == side]
             left = len(hand) - 1
-            halves = t["halves"] + half_points(card)
-        if left <= 1:
-            self._check_exit(after, side, left, False)
-        if left == 0:
-            self._check_opening(halves)
+            if left <= 1:
+                after = [grown if i == index else m for i, m, _ in self._side_melds(side)]
+                self._check_exit(after, side, left, False)
+                if left == 0:
+                    self._check_opening(t["halves"] + half_points(card))
+            return grown
 
     def _can_take_back(self) -> bool:
         t = self.s["t"]
@@ -439,14 +486,15 @@ class State:
         """Does some legal continuation of the turn meld ``top`` and end with a discard?"""
         s = self.s
         side = self.side(seat)
-        if lone_card(top, s["hands"][seat], s["melds"], side, s["scores"][seat] > THRESHOLD):
+        side_melds = self._side_melds(side)
+        melds = [m for _, m, _ in side_melds]
+        if lone_card(top, s["hands"][seat], melds, s["scores"][seat] > THRESHOLD):
             return False  # the common case, decided on the hand alone
         counts = [0] * take.IDENTS
         ident = take.IDENT
         for card in s["hands"][seat]:
             counts[ident[card]] += 1
         counts[ident[top]] += 1
-        melds = [m for m in s["melds"] if m["side"] == side]
         problem = take.Problem(
             counts=counts,
             top=take.ident(top),
@@ -455,7 +503,7 @@ class State:
             need=OPENING_HALVES if s["t"]["opening"] else 0,
             locked=len(s["discard"]) - 1,
             pile_waiting=s["more_state"][side] == "waiting",
-            clean=[self._meld_facts(m).wild < 0 for m in melds],
+            clean=[facts.wild < 0 for _, _, facts in side_melds],
         )
         return take.can_take(problem)
 
@@ -510,24 +558,20 @@ class State:
         s["phase"] = "play"
         return [Event({"pile_taken": {"seat": seat, "cards": [card_dict(c) for c in pile]}})]
 
-    def _do_lay_meld(self, seat: int, b: JsonDict) -> list[Event]:
+    def _do_lay_meld(self, seat: int, b: JsonDict, meld: Meld) -> list[Event]:
         s = self.s
-        meld, _ = parse_meld(b["cards"])
-        assert meld is not None
         meld["side"] = self.side(seat)
         for card in b["cards"]:
             s["hands"][seat].remove(card)
-        s["melds"].append(meld)
+        self._place_meld(len(s["melds"]), meld)
         self._melded(b["cards"])
         events = [Event({"meld_laid": {"seat": seat, "meld": self._meld_view(len(s["melds"]) - 1)}})]
         return events + self._maybe_pickup(seat)
 
-    def _do_add_to_meld(self, seat: int, b: JsonDict) -> list[Event]:
+    def _do_add_to_meld(self, seat: int, b: JsonDict, grown: Meld) -> list[Event]:
         s = self.s
         index, card = b["meld"], b["card"]
-        grown = extend(s["melds"][index], card, b["low_end"])
-        assert grown is not None
-        s["melds"][index] = grown
+        self._place_meld(index, grown)
         s["hands"][seat].remove(card)
         self._melded([card])
         body = {"seat": seat, "card": card_dict(card), "low_end": b["low_end"]}
@@ -820,7 +864,8 @@ def _copy_state(d: JsonDict) -> JsonDict:
     return out
 
 
-_APPLY = {kind: getattr(State, f"_do_{kind}") for kind in MOVE_FIELDS}
+_PLACE = {"lay_meld": State._do_lay_meld, "add_to_meld": State._do_add_to_meld}  # with the validated meld
+_APPLY = {kind: getattr(State, f"_do_{kind}") for kind in MOVE_FIELDS if kind not in _PLACE}
 
 
 def _first_melding_step(moves: list[JsonDict]) -> JsonDict | None:

@@ -76,11 +76,11 @@ class Table:
         return self.at[suit * 16 + pos] or _NONE
 
 
-def lone_card(card: int, hand: list[int], melds: list[Meld], side: str, ace_ok: bool) -> bool:
+def lone_card(card: int, hand: list[int], melds: list[Meld], ace_ok: bool) -> bool:
     """No meld of the turn could hold natural ``card`` with cards of ``hand``: no natural of its
     suit two places from it at most (a run of three holds two naturals, with a pankal at most),
-    no meld of its suit on ``side``, and for an ace (with ace-sets allowed) no ace-set of the side
-    and too few other aces (two, or one and a pankal)."""
+    no meld of its suit among ``melds`` (the side's), and for an ace (with ace-sets allowed) no
+    ace-set among them and too few other aces (two, or one and a pankal)."""
     if _PANKAL[card]:
         return False
     near = _NEAR[card]
@@ -94,10 +94,7 @@ def lone_card(card: int, hand: list[int], melds: list[Meld], side: str, ace_ok: 
     if ace and ace_ok and (aces >= 2 or (aces == 1 and wilds)):
         return False
     suit = _KEY[card] >> 4
-    for meld in melds:
-        if meld["side"] == side and (meld["suit"] == suit or (ace and ace_ok and meld["kind"] == "ace_set")):
-            return False
-    return True
+    return not any(meld["suit"] == suit or (ace and ace_ok and meld["kind"] == "ace_set") for meld in melds)
 
 
 def three_card_steps(table: Table, ace_sets: bool) -> list[JsonDict]:
@@ -181,14 +178,16 @@ def meld_facts(meld: Meld) -> MeldFacts:
     return MeldFacts(meld["side"], False, wild_index(meld), low_key, high_key, ends)
 
 
-def addition_steps(melds: list[MeldFacts], side: str, table: Table, ace_ok: bool) -> list[JsonDict]:
-    """An ``add_to_meld`` move for every card of the hand that fits an end of one of ``side``'s
-    melds (ace-sets only if ``ace_ok``)."""
+# a meld of the table as the additions see it: (its index, the meld, its facts)
+SideMeld = tuple[int, Meld, MeldFacts]
+
+
+def addition_steps(melds: list[SideMeld], table: Table, ace_ok: bool) -> list[JsonDict]:
+    """An ``add_to_meld`` move for every card of the hand that fits an end of one of ``melds``
+    (one side's; ace-sets only if ``ace_ok``)."""
     out: list[JsonDict] = []
     wilds, mask, at = table.wilds, table.mask, table.at
-    for index, (owner, ace_set, wild, low, high, ends) in enumerate(melds):
-        if owner != side:
-            continue
+    for index, _, (_, ace_set, wild, low, high, ends) in melds:
         free = wilds if wilds and wild < 0 else _NONE  # pankals fit only a meld without one
         if ace_set:
             if ace_ok:

@@ -22,6 +22,8 @@ soon as it can no longer reach 7.5 or as soon as stopping there is a legal end.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
+from operator import mul
 from typing import NamedTuple
 
 from services.more.cards import Meld, half_points, wild_index
@@ -412,12 +414,21 @@ def _upper_bound(p: Problem, made: Made, kept: int) -> int:
     """An upper bound of the going-down value still meldable: every card left, less the
     cheapest cards that must stay in the hand (2 in all) when no biriba can ever allow fewer."""
     counts = p.counts
-    values = [HALF[i] for i in range(53) if counts[i] for _ in range(counts[i])]
+    total = sum(map(mul, HALF, counts))
     keep = 2 - kept - p.locked
     if keep > 0 and not (made.biribas or _biriba_possible(p, made.closed)):
-        values.sort()
-        return sum(values[keep:])
-    return sum(values)
+        for i in _CHEAPEST:
+            n = counts[i]
+            if n:
+                n = min(n, keep)
+                total -= HALF[i] * n
+                keep -= n
+                if not keep:
+                    break
+    return total
+
+
+_CHEAPEST = sorted(range(IDENTS), key=HALF.__getitem__)  # identities, least going-down value first
 
 
 def _biriba_possible(p: Problem, closed: int) -> bool:
@@ -546,7 +557,8 @@ def _spans(
                     _fill(out, counts, x, nat, have, slots, wilds, True, q, size, extends, False)
 
 
-def _reach(have: int, below: int, above: int, gaps: int) -> list[tuple[int, int]]:
+@lru_cache(maxsize=1 << 14)  # a pure function of four small ints, asked again and again
+def _reach(have: int, below: int, above: int, gaps: int) -> tuple[tuple[int, int], ...]:
     """Spans [a, below] + [above, b] (each possibly empty, not both) with at most ``gaps``
     positions whose natural card is missing (``have``: the positions present): (a, b)."""
     downs = [(below + 1, 0)]
@@ -565,7 +577,7 @@ def _reach(have: int, below: int, above: int, gaps: int) -> list[tuple[int, int]
             if missing > gaps:
                 break
         ups.append((q, missing))
-    return [(a, b) for a, m1 in downs for b, m2 in ups if m1 + m2 <= gaps and (a <= below or b >= above)]
+    return tuple((a, b) for a, m1 in downs for b, m2 in ups if m1 + m2 <= gaps and (a <= below or b >= above))
 
 
 def _fill(
