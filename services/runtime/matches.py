@@ -627,7 +627,7 @@ class MatchService:
         return MoveResult(version, events, commit.answer.active_seats, commit.answer.status, next_moves)
 
     def _feed(self, record: MatchRecord, seat: int, events: list[StoredEvent]) -> FeedEntry:
-        """The move's entry in the per-game feed for downstream consumers (the match stream,
+        """The move's entry in the per-game feed for downstream consumers (the match's history,
         written by the same commit, is the source of truth). It carries what a spectator may
         see, never the move itself: a sealed bid, a prediction or a deck order is a move, and
         its public events tell only what may be told."""

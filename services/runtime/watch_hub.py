@@ -3,11 +3,11 @@
 Every commit PUBLISHes a tiny notification on its match's channel (``keys.notify``, inside
 the commit script). The hub holds ONE pub/sub connection: it SUBSCRIBEs a match's channel
 when the match gets its first watcher here and UNSUBSCRIBEs when the last one leaves. On a
-notification it reads that match's stream once (``XRANGE`` from the lowest cursor of its
-watchers) and hands each watcher what lies past its own cursor. So an event costs one read
+notification it reads that match's history once (from the lowest cursor of its watchers)
+and hands each watcher what lies past its own cursor. So an event costs one read
 per watched match, whatever the number of watchers, and quiet watchers cost nothing.
 
-The stream stays the source of truth: a (re)subscription confirmation also triggers a read,
+The stored history stays the source of truth: a (re)subscription confirmation also triggers a read,
 so a watcher that joins, or a connection that comes back, catches up from its cursor and
 nothing committed meanwhile is lost. Every watcher has its own cursor, (version, seq) of
 the last event it was given: no watcher's request changes what another receives.
