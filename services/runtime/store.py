@@ -410,19 +410,21 @@ class MatchStore:
         """Events strictly after stream position ``after`` and, when asked, the match as it
         is once they are read (read second, so it is at least as new as the last event);
         ``known`` may give that record at its rev instead of decoding the document."""
+        # The latest few commits first: a live watcher is rarely further behind.
+        record = None
         if not with_record:
-            tail = await self._tail(match_id)
-            record = None
+            recent: Any = await self.redis.lrange(keys.tail(match_id), -KEEP_RECENT, -1)
         else:
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.lrange(keys.tail(match_id), 0, -1)
+                pipe.lrange(keys.tail(match_id), -KEEP_RECENT, -1)
                 pipe.hmget(keys.match(match_id), ["rev", "doc"])
-                tail, (rev, doc) = await pipe.execute()
-            record = None
+                recent, (rev, doc) = await pipe.execute()
             if doc is not None and rev is not None:
                 record = known(match_id, int(rev)) if known is not None else None
                 record = record or MatchRecord.decode(doc, int(rev))
-        commits = await self._commits_after(match_id, after, tail)
+        commits = [StoredCommit.decode(_unpack(element)) for element in recent]
+        if not _reach(commits, after):
+            commits = await self._commits_after(match_id, after, await self._tail(match_id))
         return [e for c in commits for e in c.events if (e.version, e.seq) > after], record
 
     async def _tail(self, match_id: str) -> list[bytes]:
@@ -435,9 +437,7 @@ class MatchStore:
         archived meanwhile is in both, and counted once) and the stream of matches stored
         before the tail."""
         commits = [StoredCommit.decode(_unpack(element)) for element in tail]
-        # Enough when the tail starts at or before the event right after ``after`` (or at
-        # the first event of all).
-        if commits and (_first(commits[0]) <= (after[0], after[1] + 1) or _first(commits[0]) == (0, 1)):
+        if _reach(commits, after):
             return [c for c in commits if _last(c) > after]
         older: list[StoredCommit] = []
         reached = False
@@ -459,6 +459,15 @@ class MatchStore:
         entries: Any = await self.redis.xrange(keys.events(match_id), f"({after[0]}-{after[1]}", "+")
         events = [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
         return [StoredCommit(e.version, e.seq, [e], None) for e in events]
+
+
+def _reach(commits: list[StoredCommit], after: Position) -> bool:
+    """Whether ``commits`` (a read of the tail's end) hold every event after ``after``: they
+    start at or before the event right after it, or at the first event of all."""
+    if not commits:
+        return False
+    first = _first(commits[0])
+    return first <= (after[0], after[1] + 1) or first == (0, 1)
 
 
 def _first(commit: StoredCommit) -> Position:
