@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import random
 import uuid
+import zlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -17,7 +18,7 @@ from services.catalog import rules_module
 from services.runtime import keys
 from services.runtime.matches import FINISHED, MatchService, MoveResult
 from services.runtime.redis_client import connect
-from services.runtime.store import CHUNK, KEEP_RECENT, MatchStore, StoredEvent
+from services.runtime.store import CHUNK, DIGEST_BYTES, KEEP_RECENT, MatchStore, StoredEvent
 from tests.conftest import service_settings
 
 Position = tuple[int, int]
@@ -193,3 +194,36 @@ async def test_history_stored_before_the_tail_still_reads(redis_url: str, redis_
         for position in [(0, 0), *positions(history)[:: max(1, len(history) // 40)]]:
             events, _ = await store.events_after(match_id, position, with_record=False)
             assert events == [e for e in history if (e.version, e.seq) > position], position
+
+
+async def test_chunks_compressed_alone_still_read(redis_url: str, redis_client) -> None:
+    """Archive chunks after the first written without the first as dictionary (as the first
+    archive layout did) read the same."""
+    async with replicas("mori", redis_url, count=1) as services:
+        store = services[0].store
+        match_id, tokens = await start(services[0], 3, 15)
+        history, _ = await play(services, match_id, tokens, 15, moves=3 * CHUNK + KEEP_RECENT)
+        chunks = await redis_client.lrange(keys.archive(match_id), 0, -1)
+        assert len(chunks) >= 3
+        dictionary = zlib.decompress(chunks[0])
+        for index, chunk in enumerate(chunks[1:], start=1):
+            decompressor = zlib.decompressobj(zdict=dictionary)
+            alone = zlib.compress(decompressor.decompress(chunk) + decompressor.flush())
+            assert alone != chunk
+            await redis_client.lset(keys.archive(match_id), index, alone)
+        assert await store.history(match_id) == history
+
+
+async def test_a_request_digest_counts_only_at_a_record_start(redis_url: str, redis_client) -> None:
+    """Records are 8-byte digests and 4-byte versions back to back: a digest's bytes that
+    straddle two records are not a hit."""
+    async with replicas("happy_mochi", redis_url, count=1) as services:
+        store = services[0].store
+        match_id, _ = await start(services[0], 2, 16)
+        first, second = b"\x01" * DIGEST_BYTES, b"\x02" * DIGEST_BYTES
+        records = first + (7).to_bytes(4, "big") + second + (9).to_bytes(4, "big")
+        await redis_client.set(keys.requests(match_id), records)
+        straddling = records[6 : 6 + DIGEST_BYTES]
+        for digest, version in [(first, 7), (second, 9), (straddling, None), (b"\x03" * DIGEST_BYTES, None)]:
+            _, found = await store.load_for_request(match_id, digest)
+            assert found == version, digest
