@@ -7,12 +7,13 @@ import dataclasses
 import json
 import random
 
+import msgspec
 import pytest
 from google.protobuf import json_format
 
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime.codec import from_dict, generated_modules
-from services.runtime.store import MatchRecord, StoredEvent
+from services.runtime.store import MatchRecord, StoredCommit, StoredEvent
 
 
 @pytest.mark.parametrize("game", GAME_PACKAGES)
@@ -67,8 +68,11 @@ def test_stored_states_and_events_read_back_as_json_would(game: str) -> None:
         for n, event in enumerate(state.apply(seat, rng.choice(state.legal_moves(seat)))):
             stored = StoredEvent(step + 1, n + 1, event.to, event.body)
             as_json = json.dumps({"to": event.to, "body": event.body})
-            again = StoredEvent.from_entry(stored.stream_id, {b"e": stored.payload()})
-            assert again == StoredEvent.from_entry(stored.stream_id, {b"e": as_json.encode()}) == stored
+            # As a history element now, and as the per-event stream entries of before.
+            (again,) = StoredCommit.decode(msgspec.msgpack.decode(StoredCommit.of([stored], None))).events
+            packed = msgspec.msgpack.encode([event.to, event.body])
+            assert again == StoredEvent.from_entry(stored.stream_id, {b"e": packed}) == stored
+            assert StoredEvent.from_entry(stored.stream_id, {b"e": as_json.encode()}) == stored
         record.state = state.to_dict()
         assert MatchRecord.decode(record.encode(), 3).state == json.loads(json.dumps(record.state))
     old = json.dumps({k: v for k, v in dataclasses.asdict(record).items() if k != "rev"})
