@@ -1,25 +1,32 @@
 """Every method of every game, through the gateway and straight to a replica, fed random
 bytes, truncated protobuf, oversize fields, invalid UTF-8 and extreme integers: only
-client-error codes come back (never UNKNOWN or INTERNAL), and calls on another match stay
-fast meanwhile."""
+client-error codes come back (never UNKNOWN or INTERNAL), and no call on another match,
+made from another process meanwhile, takes 100 ms or more (issue 14). The test runs alone
+(tests/machine_share.py): the bound is about the servers, not about other tests' load."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import random
+import subprocess
+import sys
 import time
 from typing import Any
 
 import grpc
+import pytest
 from google.protobuf import message_factory
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from clients.game_client import auth
+from clients.game_client import GameClient, auth
+from deploy.redis_server import free_port, running_redis, wait_for_port
 from services.catalog import rules_module
 from services.runtime.codec import generated_modules
-from tests.conftest import available_games
-from tests.helpers import active_seat_move, start_match
+from tests.conftest import TOKEN_SECRET, available_games
+from tests.helpers import active_seat_move, start_match, wait_serving
+from tests.test_processes import spawn
 
 C = grpc.StatusCode
 CLIENT_ERRORS = {
@@ -34,8 +41,8 @@ CLIENT_ERRORS = {
 }
 # How long a stream may stay open without a message and still count as answered (an empty stream).
 STREAM_WAIT_S = 0.3
+# The issue's bound: no call on another match slowed past it while the fuzzing goes on.
 SLOW_CALL_S = 0.1
-STALL_S = 1.0
 
 _INTS = {
     FieldDescriptor.TYPE_UINT32: 2**32 - 1,
@@ -153,53 +160,112 @@ def _inputs(rng: random.Random, template: bytes, descriptor: Any) -> list[tuple[
     return cases
 
 
-async def _bystander(client: Any, game: str, stop: asyncio.Event, times: list[float]) -> None:
-    """Reads a match of its own while the fuzzing goes on, timing each call."""
-    players = rules_module(game).GAME.min_players
-    started = await start_match(client, players, seed=3)
-    token = next(iter(started.tokens.values()))
-    while not stop.is_set():
-        began = time.perf_counter()
-        await client.view(started.match_id, token)
-        times.append(time.perf_counter() - began)
-        await asyncio.sleep(0.01)
+def _service_env(redis_url: str, port: int) -> dict[str, str]:
+    return {
+        "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+        "MOGAMES_REDIS_URL": redis_url,
+        "MOGAMES_LISTEN": f"127.0.0.1:{port}",
+        "MOGAMES_LOG_LEVEL": "warning",
+        # The templates replay a deal by seed, and the fuzzing makes many matches.
+        "MOGAMES_ALLOW_CLIENT_SEED": "true",
+        "MOGAMES_CREATE_LIMIT": "100000",
+        "MOGAMES_MAX_WAITING_PER_CLIENT": "100000",
+    }
 
 
-async def test_every_method_answers_bad_input_with_a_client_error(cluster):
+async def _bystander_matches(channel: grpc.aio.Channel, games: list[str]) -> list[tuple[str, str, str]]:
+    """A started match of each game for the bystander, and a seat token of each."""
+    matches = []
+    for game in games:
+        started = await start_match(GameClient(channel, game), rules_module(game).GAME.min_players, seed=3)
+        matches.append((game, started.match_id, next(iter(started.tokens.values()))))
+    return matches
+
+
+@pytest.mark.alone
+async def test_every_method_answers_bad_input_with_a_client_error_and_slows_no_other_match(tmp_path):
+    """Real processes: a service per game and a gateway on their own Redis, and a bystander
+    (tests/bystander.py) playing a match of every game from its own process meanwhile."""
     rng = random.Random(14)
-    failures = []
-    for game in available_games():
-        module = generated_modules(rules_module(game).GAME)[0]
-        service = module.DESCRIPTOR.services_by_name[rules_module(game).GAME.service]
-        templates, token = await _templates(cluster.client(game), game)
-        # Built before the bystander starts: making them is this test's CPU, not the servers'.
-        cases = [
-            (method, label, body)
-            for method in service.methods
-            for label, body in _inputs(rng, templates[method.name], method.input_type)
+    games = available_games()
+    ports = {game: free_port() for game in games}
+    gateway_port = free_port()
+    failures: list[str] = []
+    sent: list[tuple[float, float, str]] = []  # each bad input: when it was sent and answered
+    with running_redis() as redis_url:
+        processes = [
+            spawn(["-m", "services", game], _service_env(redis_url, port), tmp_path / f"{game}.log")
+            for game, port in ports.items()
         ]
-        stop, times = asyncio.Event(), []
-        bystander = asyncio.create_task(_bystander(cluster.client(game), game, stop, times))
+        gateway_env = {
+            "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+            "MOGAMES_REDIS_URL": redis_url,
+            "MOGAMES_WEB_LISTEN": "",
+            "MOGAMES_LOG_LEVEL": "warning",
+            **{f"MOGAMES_BACKENDS_{game.upper()}": f"127.0.0.1:{port}" for game, port in ports.items()},
+        }
+        processes.append(spawn(["-m", "gateway"], gateway_env, tmp_path / "gateway.log"))
+        bystander = None
         try:
-            for method, label, body in cases:
-                path = f"/{service.full_name}/{method.name}"
-                allowed = CLIENT_ERRORS
-                targets = (("gateway", cluster.gateway), ("direct", cluster.replicas[game][0]))
-                for target, channel in targets:
+            for port in (*ports.values(), gateway_port):
+                wait_for_port(port, 30)
+            gateway = grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}")
+            direct = {game: grpc.aio.insecure_channel(f"127.0.0.1:{port}") for game, port in ports.items()}
+            for game in games:
+                await wait_serving(gateway, rules_module(game).GAME.full_service)
+            # Built before the bystander starts: making them is this test's CPU, not the servers'.
+            work = []
+            for game in games:
+                module = generated_modules(rules_module(game).GAME)[0]
+                service = module.DESCRIPTOR.services_by_name[rules_module(game).GAME.service]
+                templates, token = await _templates(GameClient(gateway, game), game)
+                for method in service.methods:
+                    path = f"/{service.full_name}/{method.name}"
+                    for label, body in _inputs(rng, templates[method.name], method.input_type):
+                        work.append((game, method, path, label, body, token))
+            matches = json.dumps(await _bystander_matches(gateway, games))
+            bystander = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "tests.bystander",
+                f"127.0.0.1:{gateway_port}",
+                matches,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+            )
+            assert bystander.stdout is not None and bystander.stdin is not None
+            assert await asyncio.wait_for(bystander.stdout.readline(), 60) == b"ready\n"
+            for game, method, path, label, body, token in work:
+                for target, channel in (("gateway", gateway), ("direct", direct[game])):
+                    began = time.monotonic()
                     code = await _answer(channel, path, method.server_streaming, body, token)
-                    if code not in allowed:
+                    sent.append((began, time.monotonic(), f"{game} {method.name} {label} via {target}"))
+                    if code not in CLIENT_ERRORS:
                         failures.append(f"{game} {method.name} {label} via {target}: {code.name}")
                     if label == "oversize" and code not in (C.INVALID_ARGUMENT, C.RESOURCE_EXHAUSTED):
                         failures.append(f"{game} {method.name} oversize via {target}: {code.name}")
+            bystander.stdin.close()
+            timings = json.loads(await asyncio.wait_for(bystander.stdout.read(), 60))
+            for channel in (gateway, *direct.values()):
+                await channel.close()
         finally:
-            stop.set()
-            await bystander
-        # The bystander shares this test's event loop and a 2-core machine with other work,
-        # so a few of its calls may wait on the CPU: most stay under the bound and none
-        # comes near the multi-second stall one oversize request used to cause.
-        times.sort()
-        assert times and times[int(len(times) * 0.9)] < SLOW_CALL_S, (
-            f"{game}: p90 {times[int(len(times) * 0.9)]}"
-        )
-        assert times[-1] < STALL_S, f"{game}: a call on another match took {times[-1]:.2f} s"
+            if bystander is not None and bystander.returncode is None:
+                bystander.kill()
+                await bystander.wait()
+            for process in processes:
+                process.terminate()
+            for process in processes:
+                process.wait(10)
     assert not failures, "\n".join(failures)
+    assert {game for game, _, _ in timings} == set(games), "the bystander called every game"
+    slow = sorted((t for t in timings if t[2] >= SLOW_CALL_S), key=lambda t: -t[2])
+
+    def meanwhile(at: float, took: float) -> list[str]:
+        return [what for start, end, what in sent if start < at + took and end > at]
+
+    assert not slow, (
+        f"{len(slow)} of {len(timings)} calls on other matches took 100 ms or more:\n"
+        + "\n".join(
+            f"{game} {took * 1000:.0f} ms, meanwhile: {meanwhile(at, took)}" for game, at, took in slow[:8]
+        )
+    )
