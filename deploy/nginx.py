@@ -31,10 +31,21 @@ def nginx_executable() -> str | None:
     )
 
 
-def _upstream(name: str, addresses: list[str] | tuple[str, ...], by_seat: bool = False) -> str:
+# The match id inside a seat token (services/runtime/auth.py: "<version>.<match id>.<seat>...").
+# A call without a token (creating, joining, a spectator's watch) may go to any replica.
+_MATCH_OF_TOKEN = """    map $http_authorization $match_route {
+        "~^Bearer v[0-9]+\\.(?<match>[^.]+)\\." $match;
+        default $request_id;
+    }
+"""
+
+
+def _upstream(name: str, addresses: list[str] | tuple[str, ...], by_match: bool = False) -> str:
     servers = "".join(f"        server {address};\n" for address in addresses)
-    # A seat's calls (its token) to one replica: its watch and its moves meet there.
-    sticky = "        hash $http_authorization consistent;\n" if by_seat else ""
+    # Every seat's calls about one match to one replica: the watches and the moves of a
+    # match meet there, so its commits reach its watchers without a stream read, and its
+    # prompts are made once.
+    sticky = "        hash $match_route consistent;\n" if by_match else ""
     # Idle HTTP/2 connections kept to the backends: no new connection per call.
     return f"    upstream {name} {{\n{servers}{sticky}        keepalive 32;\n    }}\n"
 
@@ -53,7 +64,7 @@ def render(listen: str, gateway: str, backends: Backends, workdir: Path, supervi
         if game not in backends:
             continue
         info = rules_module(game).GAME
-        upstreams.append(_upstream(info.package, backends[game], by_seat=True))
+        upstreams.append(_upstream(info.package, backends[game], by_match=True))
         route = f"        location /{info.full_service}/ {{\n"
         locations.append(f"{route}            grpc_pass grpc://{info.package};\n        }}\n")
     master = "master_process off;\n" if supervised else ""
@@ -83,6 +94,7 @@ http {{
     # Try another replica only when this one could not be reached: nothing was sent yet.
     grpc_next_upstream error;
 
+{_MATCH_OF_TOKEN}
 {"".join(upstreams)}
     server {{
         listen {listen} http2;

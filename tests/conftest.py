@@ -21,6 +21,7 @@ from clients.game_client import GameClient
 from deploy.redis_server import running_redis
 from gateway.server import build as build_gateway
 from services.catalog import GAME_PACKAGES, rules_module
+from services.runtime.server import GameService
 from services.runtime.server import build as build_service
 from services.runtime.settings import GatewaySettings, ServiceSettings
 from tests.helpers import bounded
@@ -128,6 +129,8 @@ class Cluster:
     gateways: list[grpc.aio.Channel] = field(default_factory=list)
     # Their host:port addresses, in the same order.
     gateway_addresses: list[str] = field(default_factory=list)
+    # The replicas themselves (in-process), by game, in the order of ``replicas``.
+    services: dict[str, list[GameService]] = field(default_factory=dict)
 
     def client(self, game: str) -> GameClient:
         return GameClient(self.gateway, game)
@@ -143,6 +146,7 @@ async def running_services(
     """Two replicas of every game (or of ``games``, with service settings changed by
     ``overrides``) and ``gateways`` gateways on loopback, using ``redis_url``."""
     servers = []
+    by_game: dict[str, list[GameService]] = {}
     addresses: dict[str, list[str]] = {}
     for game in games or available_games():
         for _ in range(REPLICAS):
@@ -150,6 +154,7 @@ async def running_services(
             service = await build_service(settings)
             await service.server.start()
             servers.append(service)
+            by_game.setdefault(game, []).append(service)
             addresses.setdefault(game, []).append(f"127.0.0.1:{service.port}")
     settings = GatewaySettings(
         listen="127.0.0.1:0",
@@ -171,7 +176,7 @@ async def running_services(
         for game, game_addresses in addresses.items()
     }
     try:
-        yield Cluster(channels[0], replica_channels, addresses, channels, gateway_addresses)
+        yield Cluster(channels[0], replica_channels, addresses, channels, gateway_addresses, by_game)
     finally:
         for channel in channels:
             await bounded(channel.close(), "closing a gateway channel")

@@ -79,3 +79,22 @@ async def test_through_nginx_the_lobby_answers_and_a_match_is_played_and_watched
     await asyncio.wait_for(watcher, timeout=20)
     stream.cancel()
     assert {1, 2, 3, 4} <= set(seen) and seen == sorted(seen)
+
+
+async def test_through_nginx_every_seat_of_a_match_reaches_the_same_replica(front, cluster):
+    """Routed by the match id inside the seat token: the watches of all seats of a match
+    (and so its moves, which carry the same tokens) meet on one replica."""
+    client = GameClient(front, GAME)
+    hubs = [service.scheduler.service.hub for service in cluster.services[GAME]]
+    assert len(hubs) == 2
+    matches = [await start_match(client, 2, seed=n) for n in range(8)]
+    streams = [client.watch(m.match_id, token) for m in matches for token in m.tokens.values()]
+    try:
+        for stream in streams:
+            await asyncio.wait_for(stream.read(), 10)  # open: the history came
+        homes = [[hub.is_watched(m.match_id) for hub in hubs] for m in matches]
+        assert all(sum(home) == 1 for home in homes), homes
+        assert {home.index(True) for home in homes} == {0, 1}, "matches spread over both replicas"
+    finally:
+        for stream in streams:
+            stream.cancel()

@@ -90,6 +90,10 @@ class WatchHub:
         """Matches with at least one watcher here (= channels subscribed)."""
         return len(self._matches)
 
+    def is_watched(self, match_id: str) -> bool:
+        """Whether ``match_id`` has a watcher here."""
+        return match_id in self._matches
+
     def watchers(self) -> int:
         return sum(len(m.watchers) for m in self._matches.values())
 
