@@ -5,12 +5,13 @@ file on), through both routing layers, next to a bare gRPC echo measured in the 
 
 One run starts Redis, ``--replicas`` service processes per game, the Python gateway and
 (when installed) nginx in front of it (deploy/nginx.py), and a bare grpc.aio echo server.
-Bots play as live clients do: one WatchMatch per seat, one SubmitMove per prompt. It prints,
-for ``--game`` through nginx and through the Python gateway alone: committed moves/s,
-SubmitMove p50/p99, errors, Redis bytes per live match, and server CPU ms per committed
-move (user + system time of every server process, Redis and nginx included, from /proc,
-over the measured window) next to the echo's server CPU per call and their ratio; then the
-same for every other game through one routing layer (``--others-duration`` each).
+Bots play as live clients do: one WatchMatch per seat and one SubmitMove per prompt, or
+both on one PlayMatch stream per seat. It prints, for ``--game`` through nginx and through
+the Python gateway alone, each way of playing: committed moves/s, move p50/p99 (sent to
+answered), errors, Redis bytes per live match, and server CPU ms per committed move (user +
+system time of every server process, Redis and nginx included, from /proc, over the
+measured window) next to the echo's server CPU per call and their ratio; then the same for
+every other game through one routing layer by PlayMatch (``--others-duration`` each).
 """
 
 from __future__ import annotations
@@ -61,7 +62,12 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 async def game_load(
-    target: str, game: str, concurrency: int, duration_s: float, options: dict[str, Any]
+    target: str,
+    game: str,
+    concurrency: int,
+    duration_s: float,
+    options: dict[str, Any],
+    one_stream: bool = False,
 ) -> tuple[Load, float]:
     info = rules_module(game).GAME
     load = Load()
@@ -73,7 +79,13 @@ async def game_load(
             players = rng.randint(info.min_players, info.max_players)
             try:
                 played = await play_match(
-                    client, players, seed=rng.randrange(2**32), rng=rng, until=until, options=options
+                    client,
+                    players,
+                    seed=rng.randrange(2**32),
+                    rng=rng,
+                    until=until,
+                    options=options,
+                    one_stream=one_stream,
                 )
             except grpc.aio.AioRpcError as error:
                 load.errors += 1
@@ -228,19 +240,29 @@ async def bytes_per_match(redis_url: str, match_ids: list[str]) -> float:
         await client.aclose()
 
 
+# How the bench's clients play: a WatchMatch and a SubmitMove per prompt, or one PlayMatch.
+CLIENTS = {False: "prompts + SubmitMove", True: "PlayMatch"}
+
+
 async def measure(
-    game: str, front: str, target: str, roles: dict[str, list[int]], redis_url: str, args: argparse.Namespace
+    game: str,
+    front: str,
+    target: str,
+    roles: dict[str, list[int]],
+    redis_url: str,
+    args: argparse.Namespace,
+    one_stream: bool,
 ) -> Figures:
     options = parse_options([o.split(":", 1)[1] for o in args.option if o.startswith(f"{game}:")])
     duration = args.duration if game == args.game else args.others_duration
     meter = CpuMeter(roles)
     meter.start()
-    load, elapsed = await game_load(target, game, args.concurrency, duration, options)
+    load, elapsed = await game_load(target, game, args.concurrency, duration, options, one_stream)
     used = meter.stop()
     per_move = {role: seconds * 1000 / max(load.moves, 1) for role, seconds in used.items()}
     return Figures(
         game,
-        front,
+        f"{front}, {CLIENTS[one_stream]}",
         len(load.matches),
         load.moves,
         load.moves / elapsed,
@@ -289,18 +311,21 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
     echo_figures_ = await echo_figures(*echo, args.concurrency, args.echo_duration)
     results = []
     for front, target in fronts:
-        print(
-            f"{args.game} through {front}: {args.concurrency} matches for {args.duration:g} s ...", flush=True
-        )
-        roles = server_roles(system, store_pid, games, args.game, args.replicas)
-        results.append(await measure(args.game, front, target, roles, system.redis_url, args))
+        for one_stream in (False, True):
+            print(
+                f"{args.game} through {front} by {CLIENTS[one_stream]}: {args.concurrency} matches"
+                f" for {args.duration:g} s ...",
+                flush=True,
+            )
+            roles = server_roles(system, store_pid, games, args.game, args.replicas)
+            results.append(await measure(args.game, front, target, roles, system.redis_url, args, one_stream))
     others_front, others_target = fronts[0]
     for game in games:
         if game == args.game:
             continue
-        print(f"{game} through {others_front} for {args.others_duration:g} s ...", flush=True)
+        print(f"{game} through {others_front} by PlayMatch for {args.others_duration:g} s ...", flush=True)
         roles = server_roles(system, store_pid, games, game, args.replicas)
-        results.append(await measure(game, others_front, others_target, roles, system.redis_url, args))
+        results.append(await measure(game, others_front, others_target, roles, system.redis_url, args, True))
     print_table(results, echo_figures_, args)
 
 
@@ -312,7 +337,7 @@ def print_table(results: list[Figures], echo: EchoFigures, args: argparse.Namesp
         "matches",
         "moves",
         "moves/s",
-        "SubmitMove p50 / p99 ms",
+        "move p50 / p99 ms",
         "errors",
         "Redis bytes per live match",
         "server CPU ms per move",
@@ -348,7 +373,8 @@ def print_table(results: list[Figures], echo: EchoFigures, args: argparse.Namesp
     )
     print(
         f"{args.concurrency} concurrent matches; {args.replicas} replica(s) per game; Redis with AOF"
-        " (everysec); a move is one SubmitMove, its seat told by its WatchMatch prompt; server CPU is"
+        " (everysec); a seat plays each prompt of its WatchMatch by a SubmitMove, or both on one PlayMatch"
+        " stream (move latency: sent to answered); server CPU is"
         " every server process (Redis, nginx, gateway, the game's replicas) from /proc over the window,"
         " per committed move"
     )

@@ -21,6 +21,10 @@ class MatchDidNotEnd(RuntimeError):
     pass
 
 
+class MoveRefused(RuntimeError):
+    """A legal move (from the seat's own prompt) refused otherwise than as stale."""
+
+
 @dataclass
 class PlayedMatch:
     match_id: str
@@ -40,6 +44,7 @@ async def play_match(
     options: dict[str, Any] | None = None,
     server_bots: int = 0,
     bot_level: str = "",
+    one_stream: bool = False,
 ) -> PlayedMatch:
     """Create a match, seat ``players`` bots, and play random legal moves until it ends
     (or, with ``until``, a ``time.monotonic()`` deadline, until then). The last
@@ -47,7 +52,8 @@ async def play_match(
     themselves; this client plays the others.
 
     Each seat plays as a live client does: one WatchMatch, and one SubmitMove per decision,
-    taken from the stream's prompts (or from ``next_moves`` in a multi-step turn)."""
+    taken from the stream's prompts (or from ``next_moves`` in a multi-step turn); with
+    ``one_stream``, both on one PlayMatch stream."""
     rng = rng or random.Random(seed)
     table = common_pb2.TableOptions(bot_seats=range(players - server_bots, players), bot_level=bot_level)
     match = await client.create(players, seed=seed, options=options, table=table)
@@ -56,7 +62,8 @@ async def play_match(
         joined = await client.join(match.match_id, f"bot-{n}")
         tokens[joined.seat] = joined.token
     played = PlayedMatch(match.match_id, 0, [], [])
-    seats = [asyncio.create_task(_play_seat(client, played, s, t, rng, until)) for s, t in tokens.items()]
+    play_seat = _play_seat_on_stream if one_stream else _play_seat
+    seats = [asyncio.create_task(play_seat(client, played, s, t, rng, until)) for s, t in tokens.items()]
     if not seats:  # server bots only: watch them play
         seats = [asyncio.create_task(_play_seat(client, played, None, None, rng, until))]
     timeout = None if until is None else max(0.0, until - time.monotonic())
@@ -114,6 +121,59 @@ async def _play_seat(
                 moves = list(response.next_moves)
     finally:
         stream.cancel()
+
+
+async def _play_seat_on_stream(
+    client: GameClient,
+    played: PlayedMatch,
+    seat: int | None,
+    token: str | None,
+    rng: random.Random,
+    until: float | None,
+) -> None:
+    """One seat on a PlayMatch stream: the same decisions as ``_play_seat``, each move sent
+    on the stream and answered there."""
+    assert token is not None
+    call = await client.play(played.match_id, token, after_version=0)
+    acted_at = -1  # the version this seat last moved to
+    decision: tuple[int, list[Any]] | None = None
+    sent_at: float | None = None  # a move is in flight since then
+    try:
+        async for response in call:
+            ended = False
+            for event in response.events:
+                kind = event.WhichOneof("event")
+                ended = ended or kind == "match_ended"
+                if kind == "prompt" and event.version > acted_at:
+                    decision = (event.version, list(event.prompt.moves))
+            answer = response.WhichOneof("answer")
+            if answer == "committed":
+                assert sent_at is not None
+                played.move_latencies_s.append(time.perf_counter() - sent_at)
+                played.moves += 1
+                acted_at = response.committed.version
+                next_moves = list(response.committed.next_moves)
+                decision = (acted_at, next_moves) if next_moves else None
+                sent_at = None
+            elif answer == "refused":
+                if response.refused.code != grpc.StatusCode.ABORTED.value[0]:
+                    raise MoveRefused(f"{client.game} {played.match_id}: {response.refused}")
+                sent_at = None  # another seat moved first: this seat's next prompt follows
+            if ended:
+                return
+            if decision is None or sent_at is not None:
+                continue
+            if until is not None and time.monotonic() >= until:
+                return
+            if played.moves >= MAX_MOVES:
+                raise MatchDidNotEnd(
+                    f"{client.game} match {played.match_id} still running after {MAX_MOVES} moves"
+                )
+            version, moves = decision
+            decision, sent_at = None, time.perf_counter()
+            await client.send_move(call, rng.choice(moves), expected_version=version)
+    finally:
+        call.cancel()
 
 
 def parse_options(pairs: list[str]) -> dict[str, Any]:

@@ -110,3 +110,24 @@ class GameClient:
         if after_version is not None:
             request.after_version = after_version
         return self.stub.WatchMatch(request, metadata=auth(token) if token else None, timeout=timeout_s)
+
+    async def play(
+        self, match_id: str, token: str, after_version: int | None = None, after_seq: int = 0
+    ) -> Any:
+        """A PlayMatch stream for the seat of ``token``, its watch asked already: iterate
+        it for ``PlayMatchResponse``s, ``send_move`` on it, ``cancel()`` it."""
+        call = self.stub.PlayMatch(metadata=auth(token))
+        watch = common_pb2.WatchMatchRequest(match_id=match_id, after_seq=after_seq)
+        if after_version is not None:
+            watch.after_version = after_version
+        await call.write(self.pb2.PlayMatchRequest(watch=watch))
+        return call
+
+    async def send_move(
+        self, call: Any, move: Any, expected_version: int | None = None, request_id: str = ""
+    ) -> None:
+        """A move on a ``play`` stream; its answer comes on the stream."""
+        request = self.pb2.SubmitMoveRequest(move=move, request_id=request_id)
+        if expected_version is not None:
+            request.expected_version = expected_version
+        await call.write(self.pb2.PlayMatchRequest(move=request))

@@ -7,6 +7,8 @@ about a match goes to the replica its match id hashes to (see backends.ReplicaPo
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +18,7 @@ from google.protobuf.message import DecodeError
 from mogames.common.v1 import common_pb2
 
 from gateway.backends import ReplicaPool
+from services.runtime.auth import bearer_token, match_of_token
 from services.runtime.limits import FORWARDED_CLIENT, client_id
 from services.runtime.settings import InputLimits
 
@@ -55,15 +58,19 @@ class Route:
     pool: ReplicaPool
     method: str
     streaming: bool
-    by_match: bool  # route by the request's match id (field 1)
+    by_match: bool  # route by the request's match id (field 1; PlayMatch: its seat token's)
     # Budgets are per client: tell the replica who the client is (see limits.client_id).
     names_client: bool
     limits: InputLimits = field(default_factory=InputLimits)
+    # Requests stream too (PlayMatch): routed by the token's match id, before any request.
+    client_streaming: bool = False
 
     def __post_init__(self) -> None:
         # One multicallable per replica, made once rather than on every call.
-        if self.streaming:
-            self.calls: list[Any] = [c.unary_stream(self.method) for c in self.pool.channels]
+        if self.client_streaming:
+            self.calls: list[Any] = [c.stream_stream(self.method) for c in self.pool.channels]
+        elif self.streaming:
+            self.calls = [c.unary_stream(self.method) for c in self.pool.channels]
         else:
             self.calls = [c.unary_unary(self.method) for c in self.pool.channels]
 
@@ -79,19 +86,25 @@ class Route:
         index = await self.pool.choose(_route_key(request) if self.by_match else b"")
         return self.calls[index]
 
+    async def target_of_stream(self, context: grpc.aio.ServicerContext) -> Any:
+        token = bearer_token(context.invocation_metadata()) if self.by_match else None
+        index = await self.pool.choose(match_of_token(token).encode() if token else b"")
+        return self.calls[index]
+
+
+def _handler(route: Route) -> grpc.RpcMethodHandler:
+    if route.client_streaming:
+        return grpc.stream_stream_rpc_method_handler(_bidi(route))
+    if route.streaming:
+        return grpc.unary_stream_rpc_method_handler(_stream(route))
+    return grpc.unary_unary_rpc_method_handler(_unary(route))
+
 
 class GameProxy(grpc.GenericRpcHandler):
     """Routes ``/mogames.<game>.v1.<Service>/<Method>`` to the pool of that service."""
 
     def __init__(self, routes: dict[str, Route]) -> None:
-        self.handlers = {
-            method: (
-                grpc.unary_stream_rpc_method_handler(_stream(route))
-                if route.streaming
-                else grpc.unary_unary_rpc_method_handler(_unary(route))
-            )
-            for method, route in routes.items()
-        }
+        self.handlers = {method: _handler(route) for method, route in routes.items()}
 
     def service(self, handler_call_details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler | None:
         return self.handlers.get(handler_call_details.method)
@@ -124,5 +137,32 @@ def _stream(route: Route) -> Any:
             await _abort_like(context, error)
         finally:
             call.cancel()  # the client went away (or we are done): release the backend stream
+
+    return forward
+
+
+def _bidi(route: Route) -> Any:
+    async def forward(
+        requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[bytes]:
+        target = await route.target_of_stream(context)
+        call = target(metadata=route.metadata(context), timeout=context.time_remaining())
+
+        async def send() -> None:
+            # The backend call may end first: its status then comes on the read side.
+            with contextlib.suppress(grpc.aio.AioRpcError, asyncio.InvalidStateError):
+                async for request in requests:
+                    await call.write(request)
+                await call.done_writing()
+
+        sending = asyncio.create_task(send())
+        try:
+            async for response in call:
+                yield response
+        except grpc.aio.AioRpcError as error:
+            await _abort_like(context, error)
+        finally:
+            sending.cancel()
+            call.cancel()
 
     return forward

@@ -23,7 +23,10 @@ from services.runtime.settings import GatewaySettings, SettingsError
 
 
 def _routes_match_id(method: object) -> bool:
-    """Whether a method's request carries the match id as field 1 (all but CreateMatch)."""
+    """Whether a method's call names its match: as field 1 of its request (all unary and
+    server-streaming methods but CreateMatch), or in its seat token (PlayMatch)."""
+    if method.client_streaming:  # type: ignore[attr-defined]
+        return True
     first = method.input_type.fields_by_number.get(1)  # type: ignore[attr-defined]
     return first is not None and first.name == "match_id"
 
@@ -60,6 +63,7 @@ async def build(
                 by_match=_routes_match_id(method),
                 names_client=method.name in ClientBudgets.METHODS,
                 limits=settings.limits,
+                client_streaming=method.client_streaming,
             )
     server = serving.new_server(settings.limits, connection_age_s=settings.max_connection_age_s)
     server.add_generic_rpc_handlers([GameProxy(routes)])

@@ -39,6 +39,7 @@ from starlette.staticfiles import StaticFiles
 from gateway.backends import ReplicaPool
 from gateway.web_rpc import endpoints
 from services.runtime.settings import GatewaySettings, InputLimits
+from services.runtime.tasks import cancel_until_done
 
 log = structlog.get_logger("web")
 
@@ -153,10 +154,7 @@ class WebServer:
         """Stop taking requests; calls in flight get the grace period, then are cut."""
         self._stop.set()
         await asyncio.wait([self._task], timeout=self.grace_s + 2)
-        # Cut what outlives the grace; a cancellation swallowed on the way is sent again.
-        while not self._task.done():
-            self._task.cancel()
-            await asyncio.wait([self._task], timeout=1.0)
+        await cancel_until_done([self._task])  # cut what outlives the grace
         if not self._task.cancelled() and self._task.exception() is not None:
             log.warning("web_port_stopped_with_error", error=repr(self._task.exception()))
         await self._gateway.close()

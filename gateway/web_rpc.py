@@ -151,12 +151,13 @@ def endpoints(
     service: descriptor.ServiceDescriptor, pick: ChannelPicker, limits: InputLimits | None = None
 ) -> Mapping[str, Endpoint[Any, Any]]:
     """``/<package>.<Service>/<Method>`` -> an endpoint forwarding it, for every unary and
-    server-streaming method of ``service`` (the only kinds the contract has)."""
+    server-streaming method of ``service``. PlayMatch (bidirectional) is not offered to
+    browsers, whose fetch cannot stream a request: they play by WatchMatch and SubmitMove."""
     built: dict[str, Endpoint[Any, Any]] = {}
     limits = limits or InputLimits()
     for method in service.methods:
         if method.client_streaming:
-            raise ValueError(f"{service.full_name}/{method.name}: client streaming is not forwarded")
+            continue
         input_class = message_factory.GetMessageClass(method.input_type)
         output_class = message_factory.GetMessageClass(method.output_type)
         info: MethodInfo[Any, Any] = MethodInfo(

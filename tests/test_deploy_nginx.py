@@ -12,6 +12,7 @@ import grpc
 import pytest
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
+from clients.bot import play_match
 from clients.game_client import GameClient
 from deploy import nginx
 from deploy.redis_server import free_port, wait_for_port
@@ -98,3 +99,9 @@ async def test_through_nginx_every_seat_of_a_match_reaches_the_same_replica(fron
     finally:
         for stream in streams:
             stream.cancel()
+
+
+async def test_through_nginx_a_match_is_played_on_play_match_streams(front):
+    played = await asyncio.wait_for(play_match(GameClient(front, GAME), 2, seed=12, one_stream=True), 120)
+    final = await GameClient(front, GAME).match(played.match_id)
+    assert played.finished and played.moves == final.version

@@ -99,11 +99,14 @@ def _invalid_utf8() -> bytes:
     return b"\x0a\x04\xff\xfe\xfd\xfc"
 
 
-async def _answer(channel: grpc.aio.Channel, path: str, streaming: bool, body: bytes, token: str) -> C:
+async def _answer(channel: grpc.aio.Channel, method: Any, path: str, body: bytes, token: str) -> C:
     metadata = auth(token)
     try:
-        if streaming:
-            call = channel.unary_stream(path)(body, metadata=metadata, timeout=5)
+        if method.server_streaming:
+            if method.client_streaming:  # PlayMatch: the body as its first message
+                call = channel.stream_stream(path)(iter([body]), metadata=metadata, timeout=5)
+            else:
+                call = channel.unary_stream(path)(body, metadata=metadata, timeout=5)
             try:
                 await asyncio.wait_for(call.read(), STREAM_WAIT_S)
             except TimeoutError:
@@ -238,7 +241,7 @@ async def test_every_method_answers_bad_input_with_a_client_error_and_slows_no_o
             for game, method, path, label, body, token in work:
                 for target, channel in (("gateway", gateway), ("direct", direct[game])):
                     began = time.monotonic()
-                    code = await _answer(channel, path, method.server_streaming, body, token)
+                    code = await _answer(channel, method, path, body, token)
                     sent.append((began, time.monotonic(), f"{game} {method.name} {label} via {target}"))
                     if code not in CLIENT_ERRORS:
                         failures.append(f"{game} {method.name} {label} via {target}: {code.name}")

@@ -45,6 +45,12 @@ def issue_token(secret: bytes, match_id: str, seat: int, generation: int, expire
     return f"{body}.{_signature(secret, body)}"
 
 
+def match_of_token(token: str) -> str:
+    """The match id a token names (unchecked: for routing only), or "" if it names none."""
+    parts = token.split(".")
+    return parts[1] if len(parts) == _PARTS else ""
+
+
 def grant_from_token(secret: bytes, token: str, match_id: str, now_ms: int) -> SeatGrant:
     """What a valid, unexpired token grants in ``match_id``; raises for a bad, foreign or
     expired token. Revocation needs the match record: ``tables.check_current``."""

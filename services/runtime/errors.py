@@ -12,6 +12,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import Message
 from google.rpc import code_pb2, error_details_pb2, status_pb2
 from grpc_status import rpc_status
+from mogames.common.v1 import common_pb2
 from redis.exceptions import ClusterDownError, SlotNotCoveredError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -177,3 +178,13 @@ def to_status(error: ServiceError) -> grpc.Status:
         packed.append(any_detail)
     status = status_pb2.Status(code=getattr(code_pb2, error.code.name), message=message, details=packed)
     return rpc_status.to_status(status)
+
+
+def to_refusal(error: ServiceError) -> common_pb2.MoveRefused:
+    """A refused move on PlayMatch, answered on the stream: SubmitMove's status, in-band."""
+    return common_pb2.MoveRefused(
+        code=error.code.value[0],
+        message=clip(error.message),
+        reason=error.reason,
+        field=clip(error.field or ""),
+    )

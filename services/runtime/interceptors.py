@@ -2,7 +2,8 @@
 
 In order: the call's log context; decoding the request (an undecodable body is
 INVALID_ARGUMENT, not gRPC's UNKNOWN); bounds on its fields; the client's budget
-(CreateMatch/JoinMatch); then the handler, whose errors are mapped to status codes here;
+(CreateMatch/JoinMatch); then the handler (on PlayMatch, each request message is decoded
+and bounded the same way), whose errors are mapped to status codes here;
 and an RPC count and latency for the metrics.
 
 The wrapper runs inside the call's own task, so the structlog contextvars it binds
@@ -150,6 +151,37 @@ def _stream(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callabl
     return handle
 
 
+def _bidi(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+    """PlayMatch: every request message decoded and bounded as a unary request is; an
+    error the handler lets out (an undecodable message among them) ends the stream with
+    its status."""
+    rpc = call.rpc
+
+    async def handle(
+        raw_requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Any]:
+        structlog.contextvars.clear_contextvars()
+        structlog.contextvars.bind_contextvars(rpc=rpc)
+        started = time.perf_counter()
+
+        async def requests() -> AsyncIterator[Any]:
+            async for raw in raw_requests:
+                yield call.request(raw)
+
+        try:
+            async for response in behavior(requests(), context):
+                yield response
+        except grpc.aio.AbortError:
+            raise
+        except Exception as error:
+            await _abort(context, error, rpc, started)
+        finally:
+            call.done(context, started, timed=False)
+        log.debug("rpc_ok", ms=round((time.perf_counter() - started) * 1000, 2))
+
+    return handle
+
+
 class ContextInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, limits: InputLimits | None = None, budgets: ClientBudgets | None = None) -> None:
         self.limits = limits
@@ -182,5 +214,9 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
                 _stream(call, handler.unary_stream), None, handler.response_serializer
+            )
+        if handler.stream_stream:
+            return grpc.stream_stream_rpc_method_handler(
+                _bidi(call, handler.stream_stream), None, handler.response_serializer
             )
         return handler

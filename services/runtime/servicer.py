@@ -1,4 +1,4 @@
-"""The seven RPCs of every game, translated between protobuf and ``MatchService``.
+"""The RPCs of every game, translated between protobuf and ``MatchService``.
 
 One generic servicer serves every game: the game's generated ``add_<Service>Servicer_to_server``
 binds these methods by name. Errors are mapped to status codes by the interceptor.
@@ -18,8 +18,13 @@ from mogames.common.v1 import common_pb2
 
 from services.runtime.auth import bearer_token
 from services.runtime.codec import Codec, to_dict
+from services.runtime.errors import InvalidArgument, clip, to_refusal, to_service_error
 from services.runtime.lifecycle import Lifecycle
 from services.runtime.matches import Joined, MatchFacts, MatchService
+from services.runtime.play import PlayOutbox
+from services.runtime.tasks import cancel_until_done
+
+log = structlog.get_logger("rpc")
 
 
 def match_message(facts: MatchFacts) -> common_pb2.Match:
@@ -133,9 +138,12 @@ class GameServicer:
 
     async def SubmitMove(self, request: Any, context: grpc.aio.ServicerContext) -> Message:
         _bind(match_id=request.match_id, request_id=request.request_id)
+        return await self._submit(request, _token(context))
+
+    async def _submit(self, request: Any, token: str | None) -> Any:
         expected = request.expected_version if request.HasField("expected_version") else None
         result = await self.service.submit_move(
-            request.match_id, _token(context), self.codec.move_in(request.move), expected, request.request_id
+            request.match_id, token, self.codec.move_in(request.move), expected, request.request_id
         )
         return self.codec.pb2.SubmitMoveResponse(
             version=result.version,
@@ -154,6 +162,73 @@ class GameServicer:
         self._end_with_call(context, events)
         async for event in events:
             yield self.codec.event(event)
+
+    async def PlayMatch(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[Message]:
+        """WatchMatch and SubmitMove on one stream (services/runtime/play.py)."""
+        first = await anext(requests, None)
+        if first is None or first.WhichOneof("kind") != "watch":
+            raise InvalidArgument("PlayMatchRequest.watch: the first message names the match", field="watch")
+        watch, token = first.watch, _token(context)
+        _bind(match_id=watch.match_id)
+        after_version = watch.after_version if watch.HasField("after_version") else None
+        events = self.service.watch(watch.match_id, token, after_version, watch.after_seq)
+        outbox = PlayOutbox()
+        tasks = [
+            asyncio.create_task(outbox.pump(events)),
+            asyncio.create_task(self._play_moves(requests, watch.match_id, token, outbox)),
+        ]
+        # The producers end with the call, however it ends: a client gone away may leave
+        # this generator parked at a yield that is never resumed. A cancelled pump closes
+        # the watch (and its subscription) on its way out.
+        context.add_done_callback(lambda _: [task.cancel() for task in tasks])
+        try:
+            async for batch, answer in outbox.batches():
+                response = self.codec.pb2.PlayMatchResponse(events=[self.codec.event(e) for e in batch])
+                if answer is not None:
+                    getattr(response, answer[0]).CopyFrom(answer[1])
+                yield response
+        finally:
+            await cancel_until_done(tasks)
+
+    async def _play_moves(
+        self, requests: AsyncIterator[Any], match_id: str, token: str | None, outbox: PlayOutbox
+    ) -> None:
+        """Each move in turn, answered on the stream; a refused one changes nothing and the
+        stream goes on. A request that is not a move of this match ends the stream."""
+        try:
+            async for request in requests:
+                if request.WhichOneof("kind") != "move":
+                    raise InvalidArgument(
+                        "PlayMatchRequest.move: only the first message is a watch", field="move"
+                    )
+                move = request.move
+                if move.match_id and move.match_id != match_id:
+                    raise InvalidArgument(
+                        f"PlayMatchRequest.move.match_id: this stream plays {match_id!r}",
+                        field="move.match_id",
+                    )
+                move.match_id = match_id
+                _bind(request_id=move.request_id)
+                try:
+                    answer = await self._submit(move, token)
+                except Exception as error:
+                    refused = to_service_error(error)
+                    if refused is None:
+                        raise
+                    log.info(
+                        "move_refused",
+                        code=refused.code.name,
+                        reason=refused.reason,
+                        error=clip(refused.message),
+                    )
+                    outbox.refused(to_refusal(refused))
+                else:
+                    last = answer.events[-1] if answer.events else None
+                    outbox.committed(answer, (last.version, last.seq) if last else (answer.version, 0))
+        except Exception as error:
+            outbox.failed(error)
 
     async def LeaveMatch(
         self, request: common_pb2.LeaveMatchRequest, context: grpc.aio.ServicerContext

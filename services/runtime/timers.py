@@ -22,6 +22,7 @@ from services.runtime.lifecycle import abandon
 from services.runtime.matches import IN_PROGRESS, WAITING, MatchService
 from services.runtime.store import MatchRecord
 from services.runtime.tables import POLICY_ABANDON
+from services.runtime.tasks import cancel_until_done
 
 log = structlog.get_logger("scheduler")
 
@@ -50,13 +51,8 @@ class Scheduler:
 
     async def stop(self) -> None:
         self._stopping = True
-        task = self._task
-        # A cancellation that lands inside a Redis call's own timeout can come out as that
-        # call's TimeoutError (asyncio.timeout on 3.11), which the loop survives: cancel
-        # until the task is really done.
-        while task is not None and not task.done():
-            task.cancel()
-            await asyncio.wait([task], timeout=1.0)
+        if self._task is not None:
+            await cancel_until_done([self._task])
 
     async def run(self) -> None:
         while not self._stopping:

@@ -114,8 +114,11 @@ class WatchHub:
             match.wake.set()
         try:
             while True:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
+                # that lands as the queue hands over an event, and the watch would go on.
                 try:
-                    event = await asyncio.wait_for(watcher.queue.get(), heartbeat_s)
+                    async with asyncio.timeout(heartbeat_s):
+                        event = await watcher.queue.get()
                 except TimeoutError:
                     yield None
                     continue
