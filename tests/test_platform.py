@@ -1,4 +1,4 @@
-"""The seven RPCs through the gateway: lifecycle, public facts, error codes, hidden information."""
+"""The common RPCs through the gateway: lifecycle, public facts, error codes, hidden information."""
 
 from __future__ import annotations
 
