@@ -37,7 +37,7 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
     bench.print_table([figures], bench.EchoFigures(2142.4, 0.4731), ARGS)
     lines = capsys.readouterr().out.splitlines()
     header = lines.index(
-        "| game | through | matches | moves | moves/s | SubmitMove p50 / p99 ms | errors"
+        "| game | through | matches | moves | moves/s | move p50 / p99 ms | errors"
         " | Redis bytes per live match | server CPU ms per move | ÷ echo call |"
     )
     assert lines[header + 1] == "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

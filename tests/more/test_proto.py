@@ -36,7 +36,7 @@ def check_view(view: dict) -> None:
 def test_service_and_options_match_the_proto():
     service = more_pb2.DESCRIPTOR.services_by_name[GAME.service]
     assert service.full_name == GAME.full_service == "mogames.more.v1.More"
-    assert len(service.methods) == 10
+    assert len(service.methods) == 11
     fields = more_pb2.MoreOptions.DESCRIPTOR.fields_by_name
     assert set(fields) == {o.name for o in GAME.options}
     defaults = json_format.MessageToDict(
