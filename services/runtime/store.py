@@ -29,7 +29,7 @@ import redis.asyncio as aioredis
 import structlog
 
 from services.runtime import keys
-from services.runtime.redis_client import RedisClient
+from services.runtime.redis_client import RedisClient, text
 
 log = structlog.get_logger("store")
 
@@ -191,8 +191,7 @@ class StoredEvent:
     @classmethod
     def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> StoredEvent:
         """An event of the per-event stream matches were stored in before the tail."""
-        text = entry_id.decode() if isinstance(entry_id, bytes) else entry_id
-        version, seq = (int(part) for part in text.split("-"))
+        version, seq = (int(part) for part in text(entry_id).split("-"))
         data = _decode(fields[b"e"] if b"e" in fields else fields["e"])
         to, body = (data["to"], data["body"]) if isinstance(data, dict) else data
         return cls(version=version, seq=seq, to=None if to is None else tuple(to), body=body)
@@ -355,8 +354,7 @@ class MatchStore:
             assert feed is not None
             script_keys.append(feed.key)
         result = await self._commit(keys=script_keys, args=argv)
-        outcome = result[0].decode() if isinstance(result[0], bytes) else result[0]
-        value = result[1].decode() if isinstance(result[1], bytes) else result[1]
+        outcome, value = text(result[0]), text(result[1])
         if outcome == "ok":
             if len(result) > 2:
                 self._hold(match_id, list(result[2]), result[3] if len(result) > 3 else None)
