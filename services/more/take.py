@@ -165,6 +165,15 @@ def _quick(p: Problem) -> bool | None:
             for m, clean in zip(p.melds, p.clean, strict=True):
                 if clean and m["kind"] == "run" and len(m["cards"]) < 14:
                     return True  # a pankal joins a run without one, at one of its ends
+        if accept and cards >= 5:
+            # two other naturals of a suit within three positions: the top card takes the third
+            # (as the pankal, or as the natural card if that place is its own)
+            for s in range(4):
+                have = _have(counts, s)
+                if top != JOKER and top // 13 == s and counts[top] == 1:
+                    have &= ~_BITS[top]  # the top card itself is no other natural
+                if (have & have >> 1 | have & have >> 2 | have >> 1 & have >> 2) & _WINDOWS:
+                    return True
         return None
     suit, rank = divmod(top, 13)
     if rank == 0 and p.ace_ok:
