@@ -340,10 +340,7 @@ def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:
     every = p.pieces.get(x)
     if every is None:
         made = {Piece(tuple(sorted(q.used)), q.size, q.dirty, q.extends) for q in _pieces(p, x, p.start, 0)}
-        every = p.pieces[x] = [
-            (piece, _needs(piece.used))
-            for piece in sorted(made, key=lambda q: (-sum(HALF[i] for i in q.used), q.used, q.extends))
-        ]
+        every = p.pieces[x] = [(piece, _needs(piece.used)) for piece in sorted(made, key=_rank)]
     counts = p.counts
     out = []
     for piece, needs in every:
@@ -355,6 +352,10 @@ def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:
         else:
             out.append(piece)
     return out
+
+
+def _rank(piece: Piece) -> tuple[int, tuple[int, ...], int]:
+    return (-sum(map(HALF.__getitem__, piece.used)), piece.used, piece.extends)
 
 
 def _needs(used: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
@@ -609,8 +610,10 @@ def _fill(
     if wild_at:
         used = [nat[q] for q in slots if q != wild_at]
         used.append(x)
-        if all(used.count(i) <= counts[i] for i in used):
-            out.append(Piece(tuple(used), size, True, extends))
+        for i in used:
+            if used.count(i) > counts[i]:
+                return
+        out.append(Piece(tuple(used), size, True, extends))
         return
     # the short positions: no natural card, or the second of the low and high ace with one ace
     short = [q for q in slots if not have >> q & 1]
