@@ -21,7 +21,8 @@ _BIT = tuple(
     0 if c >= 104 else ((1 << 1 | 1 << 14) if c % 13 == 0 else 1 << (c % 13 + 1)) << ((c % 52) // 13 * 16)
     for c in range(DECK_SIZE)
 )
-_WINDOWS = 0x1FFE  # bit a: the three positions a, a + 1, a + 2 (a = 1..12)
+# bit a of each suit's 16: the three positions a, a + 1, a + 2 (a = 1..12)
+_WINDOWS = 0x1FFE * (1 | 1 << 16 | 1 << 32 | 1 << 48)
 
 
 def _near(card: int) -> int:
@@ -104,46 +105,43 @@ def three_card_steps(table: Table, ace_sets: bool) -> list[JsonDict]:
     wilds = table.wilds
     at = table.at
     mask = table.mask
-    for suit in range(4):
-        m = mask >> suit * 16 & 0xFFFF
-        if not m:
-            continue
-        # the windows of three positions holding three naturals (two, with a pankal in hand)
-        if wilds:
-            windows = (m & m >> 1 | m & m >> 2 | m >> 1 & m >> 2) & _WINDOWS
-        else:
-            windows = m & m >> 1 & m >> 2 & _WINDOWS
-        base = suit * 16
-        while windows:
-            bit = windows & -windows
-            windows ^= bit
-            low = base + bit.bit_length() - 1
-            a, b, c = at[low] or _NONE, at[low + 1] or _NONE, at[low + 2] or _NONE
-            # plain loops: most of these lists are empty or short, and a comprehension costs a call
-            if a and b and c:
-                for x in a:
-                    for y in b:
+    # the windows of three positions holding three naturals (two, with a pankal in hand), of
+    # every suit at once: a suit's 16 bits start and end with an empty position, so nothing
+    # shifts from one suit into another's windows
+    if wilds:
+        windows = (mask & mask >> 1 | mask & mask >> 2 | mask >> 1 & mask >> 2) & _WINDOWS
+    else:
+        windows = mask & mask >> 1 & mask >> 2 & _WINDOWS
+    while windows:
+        bit = windows & -windows
+        windows ^= bit
+        low = bit.bit_length() - 1
+        a, b, c = at[low] or _NONE, at[low + 1] or _NONE, at[low + 2] or _NONE
+        # plain loops: most of these lists are empty or short, and a comprehension costs a call
+        if a and b and c:
+            for x in a:
+                for y in b:
+                    for z in c:
+                        out.append({"lay_meld": {"cards": [x, y, z]}})
+        for w in wilds:  # the pankal at one of the three positions
+            if b and c and w not in a:
+                for y in b:
+                    if y != w:
                         for z in c:
-                            out.append({"lay_meld": {"cards": [x, y, z]}})
-            for w in wilds:  # the pankal at one of the three positions
-                if b and c and w not in a:
-                    for y in b:
-                        if y != w:
-                            for z in c:
-                                if z != w:
-                                    out.append({"lay_meld": {"cards": [w, y, z]}})
-                if a and c and w not in b:
-                    for x in a:
-                        if x != w:
-                            for z in c:
-                                if z != w:
-                                    out.append({"lay_meld": {"cards": [x, w, z]}})
-                if a and b and w not in c:
-                    for x in a:
-                        if x != w:
-                            for y in b:
-                                if y != w:
-                                    out.append({"lay_meld": {"cards": [x, y, w]}})
+                            if z != w:
+                                out.append({"lay_meld": {"cards": [w, y, z]}})
+            if a and c and w not in b:
+                for x in a:
+                    if x != w:
+                        for z in c:
+                            if z != w:
+                                out.append({"lay_meld": {"cards": [x, w, z]}})
+            if a and b and w not in c:
+                for x in a:
+                    if x != w:
+                        for y in b:
+                            if y != w:
+                                out.append({"lay_meld": {"cards": [x, y, w]}})
     if ace_sets:
         aces = table.aces
         n = len(aces)
