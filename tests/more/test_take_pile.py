@@ -182,6 +182,29 @@ def test_a_take_that_empties_the_hand_into_the_more_pile():
     state.apply(1, discard(state.to_dict()["hands"][1][0]))
 
 
+def test_a_two_taken_as_the_pankal_of_a_later_meld_of_another_suit():
+    """The top 2C fits the Pair's 3C-5C as its natural card, but only as the pankal of the 6-card
+    hearts run after it does it make the biriba that lets the last card (9S) be discarded into
+    the More pile. (The take search once skipped, for a 2, every meld after one of its own suit
+    where it last fitted as a natural card: this take was refused.)"""
+    melds = [meld("pair", cs("3C 4C 5C")), meld("pair", cs("6H 7H 8H 9H 10H JH"))]
+    state = position(
+        [cs("KD 5D 6D"), cs("9S"), cs("QD JD 10D")],
+        solo=0,
+        turn=1,
+        phase="draw",
+        melds=melds,
+        discard=cs("2C"),
+    )
+    assert TAKE in state.legal_moves(1)
+    state.apply(1, TAKE)
+    refused(state, 1, add(0, c("2C"), low_end=True), RuleViolation, "empty_hand")
+    state.apply(1, add(1, c("2C"), low_end=False))
+    state.apply(1, discard(c("9S")))
+    assert state.to_dict()["more_state"]["pair"] == "taken"
+    assert state.to_dict()["melds"][1]["cards"] == cs("6H 7H 8H 9H 10H JH 2C")
+
+
 def test_no_take_when_the_hand_would_empty_before_the_biriba_exists():
     # 10C..AC (5 cards), 8C in hand, 9C on the pile: 9C first leaves the 8C alone with no biriba
     # on the table (refused), and 8C cannot go before 9C
