@@ -239,11 +239,13 @@ class State:
         melds = self.s["melds"]
         known = self._sides
         if known is None or known[0] is not melds:
-            sides: dict[str, list[SideMeld]] = {"pair": [], "solo": []}
-            for index, meld in enumerate(melds):
-                sides[meld["side"]].append((index, meld, self._meld_facts(meld)))
-            known = self._sides = (melds, sides)
-        return known[1][side]
+            known = self._sides = (melds, {})
+        entries = known[1].get(side)
+        if entries is None:
+            entries = known[1][side] = [
+                (i, m, self._meld_facts(m)) for i, m in enumerate(melds) if m["side"] == side
+            ]
+        return entries
 
     def _place_meld(self, index: int, meld: Meld) -> None:
         """Put ``meld`` on the table at ``index`` (a new one at the end, or a grown one in place of
@@ -254,12 +256,13 @@ class State:
         known = self._sides
         if known is None or known[0] is not old:
             return  # worked out when next asked
-        entries = known[1][meld["side"]]
-        entry = (index, meld, self._meld_facts(meld))
-        if new:
-            entries.append(entry)
-        else:
-            entries[next(i for i, (at, _, _) in enumerate(entries) if at == index)] = entry
+        entries = known[1].get(meld["side"])  # the other side's stay as they are
+        if entries is not None:
+            entry = (index, meld, self._meld_facts(meld))
+            if new:
+                entries.append(entry)
+            else:
+                entries[next(i for i, (at, _, _) in enumerate(entries) if at == index)] = entry
         self._sides = (melds, known[1])
 
     def _meld_facts(self, meld: JsonDict) -> MeldFacts:
