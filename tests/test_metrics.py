@@ -72,10 +72,13 @@ async def test_metrics_of_service_and_gateway_move_with_play(redis_url, tmp_path
             watched = await client.create(2)
             watch = client.watch(watched.match_id)
             read = asyncio.ensure_future(watch.read())
+            play = await client.play(started.match_id, started.tokens[0])  # a watch too
+            await asyncio.wait_for(play.read(), 10)
             await asyncio.sleep(1.0)  # the watch is open on the replica
             during = scrape(service_metrics)
             watch.cancel()
             read.cancel()
+            play.cancel()
         service_after, gateway_after = scrape(service_metrics), scrape(gateway_metrics)
     finally:
         for process in (gateway, service):
@@ -94,8 +97,8 @@ async def test_metrics_of_service_and_gateway_move_with_play(redis_url, tmp_path
     assert value(gateway_after, "mogames_rpc_seconds_count", method="ListLegalMoves") > 0
     assert value(service_after, "mogames_redis_command_seconds_count", command="EVALSHA") >= MOVES
     assert value(gateway_after, "mogames_gateway_backends_up", service=HAPPY) == 1
-    assert value(during, "mogames_watchers", service=HAPPY) == 1
-    assert value(during, "mogames_watched_matches", service=HAPPY) == 1
+    assert value(during, "mogames_watchers", service=HAPPY) == 2
+    assert value(during, "mogames_watched_matches", service=HAPPY) == 2
 
 
 async def test_moves_of_server_bots_and_timed_out_seats_are_counted_once_each(tmp_path):

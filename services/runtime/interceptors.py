@@ -156,6 +156,9 @@ def _bidi(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[
     error the handler lets out (an undecodable message among them) ends the stream with
     its status."""
     rpc = call.rpc
+    # A PlayMatch is a watch too: counted with the WatchMatch streams once its first
+    # message (the watch) names the match.
+    watches = metrics.watch_count(call.service) if call.decode is not None else None
 
     async def handle(
         raw_requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
@@ -163,10 +166,15 @@ def _bidi(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=rpc)
         started = time.perf_counter()
+        watched: list[str] = []
 
         async def requests() -> AsyncIterator[Any]:
             async for raw in raw_requests:
-                yield call.request(raw)
+                request = call.request(raw)
+                if watches is not None and not watched and request.WhichOneof("kind") == "watch":
+                    watched.append(request.watch.match_id)
+                    watches.opened(request.watch.match_id)
+                yield request
 
         try:
             async for response in behavior(requests(), context):
@@ -176,6 +184,8 @@ def _bidi(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[
         except Exception as error:
             await _abort(context, error, rpc, started)
         finally:
+            if watches is not None and watched:
+                watches.closed(watched[0])
             call.done(context, started, timed=False)
         log.debug("rpc_ok", ms=round((time.perf_counter() - started) * 1000, 2))
 
