@@ -222,7 +222,11 @@ class State:
         a step that would leave fewer than two cards in the hand is validated in full."""
         s = self.s
         locked = t["locked"]
-        usable = [c for c in hand if c not in locked] if locked else hand
+        if locked:
+            locked_set = set(locked)
+            usable = [c for c in hand if c not in locked_set]
+        else:
+            usable = hand
         ace_ok = s["scores"][seat] > THRESHOLD
         table = Table(usable)
         moves = three_card_steps(table, ace_ok)
