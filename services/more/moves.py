@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from services.engine import BadOptions, JsonDict, MalformedMove, split_move
@@ -38,9 +39,11 @@ def check_options(options: JsonDict | None) -> JsonDict:
 def parse_move(move: Any) -> tuple[str, JsonDict]:
     """Shape check of a move dict; returns (kind, body with every field)."""
     if type(move) is dict and len(move) == 1:  # well-formed moves, checked at once
-        parsed = _parse_plain(*next(iter(move.items())))
-        if parsed is not None:
-            return parsed
+        for kind, body in move.items():
+            plain = _PLAIN.get(kind) if type(kind) is str and type(body) is dict else None
+            parsed = None if plain is None else plain(body)
+            if parsed is not None:
+                return kind, parsed
     kind, body = split_move(move, MOVE_FIELDS)
     out: JsonDict = {}
     for key, default in MOVE_FIELDS[kind].items():
@@ -67,31 +70,57 @@ def parse_move(move: Any) -> tuple[str, JsonDict]:
     return kind, out
 
 
-def _parse_plain(kind: Any, body: Any) -> tuple[str, JsonDict] | None:
-    """(kind, body) of a move that passes every check of ``parse_move``, None for anything else
-    (``parse_move`` then finds what is wrong)."""
-    fields = MOVE_FIELDS.get(kind) if type(kind) is str else None
-    if fields is None or type(body) is not dict or not body.keys() <= fields.keys():
+# The bodies of well-formed moves, checked at once: the body with every field, or None for
+# anything else (``parse_move`` then finds what is wrong). Each field is its kind's only one or
+# missing, of the exact type and in range.
+
+
+def _plain_discard(body: JsonDict) -> JsonDict | None:
+    if len(body) != ("card" in body):
         return None
-    if kind == "discard":
-        card = body.get("card", 0)
-        return (kind, {"card": card}) if type(card) is int and 0 <= card < DECK_SIZE else None
-    if kind == "add_to_meld":
-        index, card, low_end = body.get("meld", 0), body.get("card", 0), body.get("low_end", False)
-        if type(index) is int and index >= 0 and type(card) is int and 0 <= card < DECK_SIZE:
-            return (
-                (kind, {"meld": index, "card": card, "low_end": low_end}) if type(low_end) is bool else None
-            )
+    card = body.get("card", 0)
+    return {"card": card} if type(card) is int and 0 <= card < DECK_SIZE else None
+
+
+def _plain_add_to_meld(body: JsonDict) -> JsonDict | None:
+    if not body.keys() <= _ADD_FIELDS:
         return None
-    if kind == "lay_meld":
-        cards = body.get("cards", [])
-        if type(cards) is list and all(type(c) is int and 0 <= c < DECK_SIZE for c in cards):
-            return (kind, {"cards": list(cards)}) if len(set(cards)) == len(cards) else None
+    index, card, low_end = body.get("meld", 0), body.get("card", 0), body.get("low_end", False)
+    if type(index) is int and index >= 0 and type(card) is int and 0 <= card < DECK_SIZE:
+        return {"meld": index, "card": card, "low_end": low_end} if type(low_end) is bool else None
+    return None
+
+
+def _plain_lay_meld(body: JsonDict) -> JsonDict | None:
+    if len(body) != ("cards" in body):
         return None
-    if kind == "bid":
-        amount = body.get("amount", 0)
-        return (kind, {"amount": amount}) if type(amount) is int and 0 <= amount <= MAX_BID else None
-    return (kind, {}) if not fields else None
+    cards = body.get("cards", [])
+    if type(cards) is list and all(type(c) is int and 0 <= c < DECK_SIZE for c in cards):
+        return {"cards": list(cards)} if len(set(cards)) == len(cards) else None
+    return None
+
+
+def _plain_bid(body: JsonDict) -> JsonDict | None:
+    if len(body) != ("amount" in body):
+        return None
+    amount = body.get("amount", 0)
+    return {"amount": amount} if type(amount) is int and 0 <= amount <= MAX_BID else None
+
+
+def _plain_empty(body: JsonDict) -> JsonDict | None:
+    return None if body else {}
+
+
+_ADD_FIELDS = frozenset(MOVE_FIELDS["add_to_meld"])
+_PLAIN: dict[str, Callable[[JsonDict], JsonDict | None]] = {
+    "bid": _plain_bid,
+    "draw": _plain_empty,
+    "take_pile": _plain_empty,
+    "lay_meld": _plain_lay_meld,
+    "add_to_meld": _plain_add_to_meld,
+    "take_back": _plain_empty,
+    "discard": _plain_discard,
+}
 
 
 def _check_card(card: Any, where: str) -> None:
