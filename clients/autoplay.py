@@ -41,6 +41,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--bots", type=int, default=0, help="seats per match played by server-side bots (the last ones)"
     )
     parser.add_argument("--bot-level", default="", help="level of those bots (random, policy)")
+    parser.add_argument(
+        "--one-stream",
+        action="store_true",
+        help="each seat plays on one PlayMatch stream (WatchMatch + SubmitMove otherwise)",
+    )
     return parser.parse_args(argv)
 
 
@@ -68,6 +73,7 @@ async def autoplay(args: argparse.Namespace) -> int:
                         options=options,
                         server_bots=min(args.bots, counts[i % len(counts)]),
                         bot_level=args.bot_level,
+                        one_stream=args.one_stream,
                     )
                 except grpc.aio.AioRpcError as error:
                     errors += 1
