@@ -74,7 +74,11 @@ async def test_metrics_of_service_and_gateway_move_with_play(redis_url, tmp_path
             read = asyncio.ensure_future(watch.read())
             play = await client.play(started.match_id, started.tokens[0])  # a watch too
             await asyncio.wait_for(play.read(), 10)
-            await asyncio.sleep(1.0)  # the watch is open on the replica
+
+            async def both_open() -> bool:  # on the replica (the WatchMatch sends nothing yet)
+                return value(scrape(service_metrics), "mogames_watchers", service=HAPPY) >= 2
+
+            await wait_until(both_open, "both watches open")
             during = scrape(service_metrics)
             watch.cancel()
             read.cancel()

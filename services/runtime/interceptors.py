@@ -158,7 +158,7 @@ def _bidi(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[
     rpc = call.rpc
     # A PlayMatch is a watch too: counted with the WatchMatch streams once its first
     # message (the watch) names the match.
-    watches = metrics.watch_count(call.service) if call.decode is not None else None
+    watches = metrics.watch_count(call.service) if rpc == "PlayMatch" and call.decode is not None else None
 
     async def handle(
         raw_requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
