@@ -67,8 +67,11 @@ class PlayOutbox:
                 events, answer = [], None
                 continue
             else:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for can drop a
+                # cancellation that lands as the queue hands over an item (watch_hub.py).
                 try:
-                    kind, item = await asyncio.wait_for(self._queue.get(), ANSWER_WAIT_S)
+                    async with asyncio.timeout(ANSWER_WAIT_S):
+                        kind, item = await self._queue.get()
                 except TimeoutError:
                     yield events, answer
                     events, answer = [], None
