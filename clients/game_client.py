@@ -23,6 +23,13 @@ def auth(token: str) -> tuple[tuple[str, str]]:
     return (("authorization", f"Bearer {token}"),)
 
 
+def _watch_request(match_id: str, after_version: int | None, after_seq: int) -> common_pb2.WatchMatchRequest:
+    request = common_pb2.WatchMatchRequest(match_id=match_id, after_seq=after_seq)
+    if after_version is not None:
+        request.after_version = after_version
+    return request
+
+
 class GameClient:
     def __init__(self, channel: grpc.aio.Channel, game: str, timeout_s: float = 10.0) -> None:
         self.game = game
@@ -87,13 +94,18 @@ class GameClient:
         expected_version: int | None = None,
         request_id: str | None = None,
     ) -> Any:
-        request = self.pb2.SubmitMoveRequest(
-            match_id=match_id, request_id=request_id if request_id is not None else uuid.uuid4().hex
-        )
+        request_id = request_id if request_id is not None else uuid.uuid4().hex
+        request = self._move_request(move, expected_version, request_id, match_id)
+        return await self.stub.SubmitMove(request, metadata=auth(token), timeout=self.timeout_s)
+
+    def _move_request(
+        self, move: Any, expected_version: int | None, request_id: str, match_id: str = ""
+    ) -> Any:
+        request = self.pb2.SubmitMoveRequest(match_id=match_id, request_id=request_id)
         request.move.CopyFrom(move)
         if expected_version is not None:
             request.expected_version = expected_version
-        return await self.stub.SubmitMove(request, metadata=auth(token), timeout=self.timeout_s)
+        return request
 
     def watch(
         self,
@@ -106,9 +118,7 @@ class GameClient:
         """The match's stream (a call object: iterate it, ``cancel()`` it). ``after_version``
         None = from the first join; else events after (after_version, after_seq), where
         after_seq 0 means after the whole version."""
-        request = common_pb2.WatchMatchRequest(match_id=match_id, after_seq=after_seq)
-        if after_version is not None:
-            request.after_version = after_version
+        request = _watch_request(match_id, after_version, after_seq)
         return self.stub.WatchMatch(request, metadata=auth(token) if token else None, timeout=timeout_s)
 
     async def play(
@@ -117,17 +127,13 @@ class GameClient:
         """A PlayMatch stream for the seat of ``token``, its watch asked already: iterate
         it for ``PlayMatchResponse``s, ``send_move`` on it, ``cancel()`` it."""
         call = self.stub.PlayMatch(metadata=auth(token))
-        watch = common_pb2.WatchMatchRequest(match_id=match_id, after_seq=after_seq)
-        if after_version is not None:
-            watch.after_version = after_version
-        await call.write(self.pb2.PlayMatchRequest(watch=watch))
+        await call.write(self.pb2.PlayMatchRequest(watch=_watch_request(match_id, after_version, after_seq)))
         return call
 
     async def send_move(
         self, call: Any, move: Any, expected_version: int | None = None, request_id: str = ""
     ) -> None:
         """A move on a ``play`` stream; its answer comes on the stream."""
-        request = self.pb2.SubmitMoveRequest(move=move, request_id=request_id)
-        if expected_version is not None:
-            request.expected_version = expected_version
-        await call.write(self.pb2.PlayMatchRequest(move=request))
+        await call.write(
+            self.pb2.PlayMatchRequest(move=self._move_request(move, expected_version, request_id))
+        )
