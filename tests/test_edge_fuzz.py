@@ -21,12 +21,12 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from clients.game_client import GameClient, auth
-from deploy.redis_server import free_port, running_redis, wait_for_port
+from deploy.redis_server import running_redis
 from services.catalog import rules_module
 from services.runtime.codec import generated_modules
-from tests.conftest import TOKEN_SECRET, available_games
+from tests.conftest import available_games
 from tests.helpers import active_seat_move, start_match, wait_serving
-from tests.test_processes import spawn
+from tests.test_processes import running_services_and_gateway
 
 C = grpc.StatusCode
 CLIENT_ERRORS = {
@@ -163,17 +163,12 @@ def _inputs(rng: random.Random, template: bytes, descriptor: Any) -> list[tuple[
     return cases
 
 
-def _service_env(redis_url: str, port: int) -> dict[str, str]:
-    return {
-        "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-        "MOGAMES_REDIS_URL": redis_url,
-        "MOGAMES_LISTEN": f"127.0.0.1:{port}",
-        "MOGAMES_LOG_LEVEL": "warning",
-        # The templates replay a deal by seed, and the fuzzing makes many matches.
-        "MOGAMES_ALLOW_CLIENT_SEED": "true",
-        "MOGAMES_CREATE_LIMIT": "100000",
-        "MOGAMES_MAX_WAITING_PER_CLIENT": "100000",
-    }
+# The templates replay a deal by seed, and the fuzzing makes many matches.
+SERVICE_ENV = {
+    "MOGAMES_ALLOW_CLIENT_SEED": "true",
+    "MOGAMES_CREATE_LIMIT": "100000",
+    "MOGAMES_MAX_WAITING_PER_CLIENT": "100000",
+}
 
 
 async def _bystander_matches(channel: grpc.aio.Channel, games: list[str]) -> list[tuple[str, str, str]]:
@@ -191,29 +186,16 @@ async def test_every_method_answers_bad_input_with_a_client_error_and_slows_no_o
     (tests/bystander.py) playing a match of every game from its own process meanwhile."""
     rng = random.Random(14)
     games = available_games()
-    ports = {game: free_port() for game in games}
-    gateway_port = free_port()
     failures: list[str] = []
     sent: list[tuple[float, float, str]] = []  # each bad input: when it was sent and answered
-    with running_redis() as redis_url:
-        processes = [
-            spawn(["-m", "services", game], _service_env(redis_url, port), tmp_path / f"{game}.log")
-            for game, port in ports.items()
-        ]
-        gateway_env = {
-            "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
-            "MOGAMES_REDIS_URL": redis_url,
-            "MOGAMES_WEB_LISTEN": "",
-            "MOGAMES_LOG_LEVEL": "warning",
-            **{f"MOGAMES_BACKENDS_{game.upper()}": f"127.0.0.1:{port}" for game, port in ports.items()},
-        }
-        processes.append(spawn(["-m", "gateway"], gateway_env, tmp_path / "gateway.log"))
+    with (
+        running_redis() as redis_url,
+        running_services_and_gateway(games, redis_url, tmp_path, SERVICE_ENV) as processes,
+    ):
         bystander = None
         try:
-            for port in (*ports.values(), gateway_port):
-                wait_for_port(port, 30)
-            gateway = grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}")
-            direct = {game: grpc.aio.insecure_channel(f"127.0.0.1:{port}") for game, port in ports.items()}
+            gateway = grpc.aio.insecure_channel(processes.gateway_address)
+            direct = {game: grpc.aio.insecure_channel(a) for game, a in processes.service_addresses.items()}
             for game in games:
                 await wait_serving(gateway, rules_module(game).GAME.full_service)
             # Built before the bystander starts: making them is this test's CPU, not the servers'.
@@ -231,7 +213,7 @@ async def test_every_method_answers_bad_input_with_a_client_error_and_slows_no_o
                 sys.executable,
                 "-m",
                 "tests.bystander",
-                f"127.0.0.1:{gateway_port}",
+                processes.gateway_address,
                 matches,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -255,10 +237,6 @@ async def test_every_method_answers_bad_input_with_a_client_error_and_slows_no_o
             if bystander is not None and bystander.returncode is None:
                 bystander.kill()
                 await bystander.wait()
-            for process in processes:
-                process.terminate()
-            for process in processes:
-                process.wait(10)
     assert not failures, "\n".join(failures)
     assert {game for game, _, _ in timings} == set(games), "the bystander called every game"
     slow = sorted((t for t in timings if t[2] >= SLOW_CALL_S), key=lambda t: -t[2])

@@ -32,54 +32,75 @@ def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[s
 
 
 @dataclass
-class ServiceAndGateway:
-    service: subprocess.Popen[str]
+class ServicesAndGateway:
+    services: dict[str, subprocess.Popen[str]]  # by game
+    service_addresses: dict[str, str]
     gateway: subprocess.Popen[str]
     gateway_address: str
 
+    @property
+    def service(self) -> subprocess.Popen[str]:
+        """The service process, when there is one game."""
+        (only,) = self.services.values()
+        return only
+
     def running(self) -> bool:
-        return self.service.poll() is None and self.gateway.poll() is None
+        return all(p.poll() is None for p in (*self.services.values(), self.gateway))
 
 
 @contextlib.contextmanager
-def running_service_and_gateway(
-    game: str, redis_url: str, tmp_path: Path, service_env: dict[str, str] | None = None
-) -> Iterator[ServiceAndGateway]:
-    """A ``game`` service process and a gateway process routing to it, both on ``redis_url``,
-    logging warnings to ``tmp_path`` (the gateway without its web port); ``service_env``
-    adds to the service's settings. Yields once both ports are open; both are stopped after."""
-    service_port, gateway_port = free_port(), free_port()
-    service = spawn(
-        ["-m", "services", game],
-        {
-            "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-            "MOGAMES_REDIS_URL": redis_url,
-            "MOGAMES_LISTEN": f"127.0.0.1:{service_port}",
-            "MOGAMES_LOG_LEVEL": "warning",
-            **(service_env or {}),
-        },
-        tmp_path / "service.log",
-    )
+def running_services_and_gateway(
+    games: list[str], redis_url: str, tmp_path: Path, service_env: dict[str, str] | None = None
+) -> Iterator[ServicesAndGateway]:
+    """A service process per game of ``games`` and a gateway process routing to them, all on
+    ``redis_url``, logging warnings to ``tmp_path`` (the gateway without its web port);
+    ``service_env`` adds to the services' settings. Yields once every port is open; all are
+    stopped after."""
+    ports = {game: free_port() for game in games}
+    addresses = {game: f"127.0.0.1:{port}" for game, port in ports.items()}
+    gateway_port = free_port()
+    services = {
+        game: spawn(
+            ["-m", "services", game],
+            {
+                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+                "MOGAMES_REDIS_URL": redis_url,
+                "MOGAMES_LISTEN": addresses[game],
+                "MOGAMES_LOG_LEVEL": "warning",
+                **(service_env or {}),
+            },
+            tmp_path / f"{game}.log",
+        )
+        for game in games
+    }
     gateway = spawn(
         ["-m", "gateway"],
         {
             "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
-            f"MOGAMES_BACKENDS_{game.upper()}": f"127.0.0.1:{service_port}",
+            **{f"MOGAMES_BACKENDS_{game.upper()}": address for game, address in addresses.items()},
             "MOGAMES_REDIS_URL": redis_url,
             "MOGAMES_WEB_LISTEN": "",
             "MOGAMES_LOG_LEVEL": "warning",
         },
         tmp_path / "gateway.log",
     )
+    processes = (*services.values(), gateway)
     try:
-        for port in (service_port, gateway_port):
+        for port in (*ports.values(), gateway_port):
             wait_for_port(port, 30)
-        yield ServiceAndGateway(service, gateway, f"127.0.0.1:{gateway_port}")
+        yield ServicesAndGateway(services, addresses, gateway, f"127.0.0.1:{gateway_port}")
     finally:
-        for process in (service, gateway):
+        for process in processes:
             process.terminate()
-        for process in (service, gateway):
+        for process in processes:
             process.wait(timeout=20)
+
+
+def running_service_and_gateway(
+    game: str, redis_url: str, tmp_path: Path, service_env: dict[str, str] | None = None
+) -> contextlib.AbstractContextManager[ServicesAndGateway]:
+    """``running_services_and_gateway`` for one game."""
+    return running_services_and_gateway([game], redis_url, tmp_path, service_env)
 
 
 def test_service_refuses_to_start_without_a_token_secret(redis_url):
