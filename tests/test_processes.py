@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -56,9 +57,33 @@ def running_services_and_gateway(
     ``redis_url``, logging warnings to ``tmp_path`` (the gateway without its web port);
     ``service_env`` adds to the services' settings. Yields once every port is open; all are
     stopped after."""
-    ports = {game: free_port() for game in games}
-    addresses = {game: f"127.0.0.1:{port}" for game, port in ports.items()}
-    gateway_port = free_port()
+    for _attempt in range(3):
+        started = _start_services_and_gateway(games, redis_url, tmp_path, service_env)
+        processes = (*started.services.values(), started.gateway)
+        try:
+            for address in (*started.service_addresses.values(), started.gateway_address):
+                wait_for_port(int(address.rsplit(":", 1)[1]), 30)
+        except BaseException:
+            _stop(processes)
+            raise
+        # A free port can be taken by another process before ours binds it; ours then
+        # exits (serving.bound) while the port answers: start again on other ports.
+        if started.running():
+            break
+        _stop(processes)
+    else:
+        raise RuntimeError(f"the processes kept exiting at start: see the logs in {tmp_path}")
+    try:
+        yield started
+    finally:
+        _stop(processes)
+
+
+def _start_services_and_gateway(
+    games: list[str], redis_url: str, tmp_path: Path, service_env: dict[str, str] | None
+) -> ServicesAndGateway:
+    addresses = {game: f"127.0.0.1:{free_port()}" for game in games}
+    gateway_address = f"127.0.0.1:{free_port()}"
     services = {
         game: spawn(
             ["-m", "services", game],
@@ -76,7 +101,7 @@ def running_services_and_gateway(
     gateway = spawn(
         ["-m", "gateway"],
         {
-            "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+            "MOGAMES_GATEWAY_LISTEN": gateway_address,
             **{f"MOGAMES_BACKENDS_{game.upper()}": address for game, address in addresses.items()},
             "MOGAMES_REDIS_URL": redis_url,
             "MOGAMES_WEB_LISTEN": "",
@@ -84,16 +109,14 @@ def running_services_and_gateway(
         },
         tmp_path / "gateway.log",
     )
-    processes = (*services.values(), gateway)
-    try:
-        for port in (*ports.values(), gateway_port):
-            wait_for_port(port, 30)
-        yield ServicesAndGateway(services, addresses, gateway, f"127.0.0.1:{gateway_port}")
-    finally:
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.wait(timeout=20)
+    return ServicesAndGateway(services, addresses, gateway, gateway_address)
+
+
+def _stop(processes: tuple[subprocess.Popen[str], ...]) -> None:
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.wait(timeout=20)
 
 
 def running_service_and_gateway(
@@ -113,6 +136,29 @@ def test_service_refuses_to_start_without_a_token_secret(redis_url):
         timeout=60,
     )
     assert result.returncode != 0 and "MOGAMES_TOKEN_SECRET is required" in result.stderr
+
+
+def test_service_stops_when_its_port_is_taken(redis_url, tmp_path):
+    """The service must not run on without its port (it used to: its scheduler, started
+    before the bind, kept the process alive after the bind failed)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        service = spawn(
+            ["-m", "services", "happy_mochi"],
+            {
+                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+                "MOGAMES_REDIS_URL": redis_url,
+                "MOGAMES_LISTEN": f"127.0.0.1:{port}",
+            },
+            tmp_path / "service.log",
+        )
+        try:
+            assert service.wait(timeout=30) != 0
+        finally:
+            service.kill()
+    assert f"Failed to bind to address 127.0.0.1:{port}" in (tmp_path / "service.log").read_text()
 
 
 def test_gateway_refuses_a_bad_backend_list():

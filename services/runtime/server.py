@@ -60,11 +60,13 @@ async def build(settings: ServiceSettings) -> GameService:
     )
     service = MatchService(rules, MatchStore(client), settings)
     GameServicer(service, codec).add_to_server(server)
+    checker = await serving.add_health_and_reflection(server, [rules.GAME.full_service])
+    # grpc raises when the port is taken: before the scheduler starts, since a running
+    # scheduler would keep the process alive without its port.
+    port = server.add_insecure_port(settings.listen)
     # Turn timers, server bots and the idle reaper.
     scheduler = Scheduler(service)
     scheduler.start()
-    checker = await serving.add_health_and_reflection(server, [rules.GAME.full_service])
-    port = server.add_insecure_port(settings.listen)
     return GameService(server, checker, client, port, scheduler)
 
 
