@@ -18,6 +18,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
+import msgspec
+
 JsonDict = dict[str, Any]
 
 
@@ -99,6 +101,24 @@ class GameInfo:
                 "players",
                 f"{self.title} takes {self.min_players} to {self.max_players} players, not {players}",
             )
+
+
+class EngineState(msgspec.Struct, kw_only=True):
+    """Base of every game's ``State``: a typed msgspec Struct, so the platform stores it with
+    msgspec's MessagePack codec (field by field, in C) and no engine lists its fields twice.
+
+    Fields hold only plain data (ints, strings, lists, dicts, nested Structs), never a cycle.
+    ``to_dict``/``from_dict`` are the JSON-compatible form tests and tools use."""
+
+    def to_dict(self) -> JsonDict:
+        """A deep copy as plain dicts and lists."""
+        data: JsonDict = msgspec.to_builtins(self)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: JsonDict) -> Self:
+        """The state ``to_dict`` gave (checked against the field types)."""
+        return msgspec.convert(data, cls)
 
 
 class GameState(Protocol):
