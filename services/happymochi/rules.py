@@ -18,6 +18,7 @@ from typing import Any, Self
 
 from services.engine import (
     BadOptions,
+    EngineState,
     Event,
     GameInfo,
     JsonDict,
@@ -94,64 +95,34 @@ def parse_options(players: int, options: JsonDict | None) -> JsonDict:
 # ---------------------------------------------------------------- state
 
 
-class State:
-    """One match. Every attribute is JSON-compatible; ``to_dict`` is a deep copy of them."""
+class State(EngineState):
+    """One match: plain data only, so ``to_dict`` is its JSON-compatible form."""
 
-    FIELDS = (
-        "players",
-        "seed",
-        "options",
-        "hands",
-        "left",
-        "right",
-        "deck",
-        "value_side",
-        "totals",
-        "round",
-        "round_start",
-        "turn",
-        "phase",
-        "drawer",
-        "held",
-        "held_from",
-        "held_by_effect",
-        "pending",
-        "passes",
-        "shuffles",
-        "last_round_points",
-        "winner_seats",
-    )
-
-    def __init__(self, **fields: Any) -> None:
-        missing = set(self.FIELDS) - set(fields)
-        extra = set(fields) - set(self.FIELDS)
-        if missing or extra:
-            raise ValueError(f"bad state fields: missing {sorted(missing)}, unknown {sorted(extra)}")
-        self.players: int = fields["players"]
-        self.seed: int = fields["seed"]
-        self.options: JsonDict = fields["options"]
-        self.hands: list[list[int]] = fields["hands"]
-        # Central Duo stacks, bottom -> top; deck: last element is the top card.
-        self.left: list[int] = fields["left"]
-        self.right: list[int] = fields["right"]
-        self.deck: list[int] = fields["deck"]
-        self.value_side: str = fields["value_side"]
-        self.totals: list[int] = fields["totals"]
-        self.round: int = fields["round"]
-        self.round_start: int = fields["round_start"]
-        self.turn: int = fields["turn"]
-        self.phase: str = fields["phase"]
-        # Seat that must draw (PHASE_EFFECT_DRAW) or place its held card (PHASE_PLACE).
-        self.drawer: int = fields["drawer"]
-        self.held: int | None = fields["held"]
-        self.held_from: str | None = fields["held_from"]
-        self.held_by_effect: bool = fields["held_by_effect"]
-        # Played cards whose effect is still to resolve, in play order.
-        self.pending: list[int] = fields["pending"]
-        self.passes: int = fields["passes"]
-        self.shuffles: int = fields["shuffles"]
-        self.last_round_points: list[int] = fields["last_round_points"]
-        self.winner_seats: list[int] = fields["winner_seats"]
+    players: int
+    seed: int
+    options: dict[str, int]
+    hands: list[list[int]]
+    # Central Duo stacks, bottom -> top; deck: last element is the top card.
+    left: list[int]
+    right: list[int]
+    deck: list[int]
+    value_side: str
+    totals: list[int]
+    round: int
+    round_start: int
+    turn: int
+    phase: str
+    # Seat that must draw (PHASE_EFFECT_DRAW) or place its held card (PHASE_PLACE).
+    drawer: int
+    held: int | None
+    held_from: str | None
+    held_by_effect: bool
+    # Played cards whose effect is still to resolve, in play order.
+    pending: list[int]
+    passes: int
+    shuffles: int
+    last_round_points: list[int]
+    winner_seats: list[int]
 
     # ------------------------------------------------------------ construction
 
@@ -261,24 +232,6 @@ class State:
         if "drawer" not in overrides:
             fields["drawer"] = fields["turn"]
         return cls(**fields)
-
-    def to_dict(self) -> JsonDict:
-        data = {name: getattr(self, name) for name in self.FIELDS}
-        for name in ("left", "right", "deck", "totals", "pending", "last_round_points", "winner_seats"):
-            data[name] = list(data[name])
-        data["hands"] = [list(hand) for hand in self.hands]
-        data["options"] = dict(self.options)
-        return data
-
-    @classmethod
-    def from_dict(cls, data: JsonDict) -> Self:
-        return cls(**{name: _plain_copy(value) for name, value in data.items()})
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, State) and self.to_dict() == other.to_dict()
-
-    def __repr__(self) -> str:
-        return f"State({self.to_dict()!r})"
 
     # ------------------------------------------------------------ queries
 
@@ -653,15 +606,3 @@ class State:
         if self.held is not None and (self.held_from != DECK or seat == self.drawer):
             view["drawn_card"] = card_dict(self.held)
         return view
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def _plain_copy(value: Any) -> Any:
-    """Deep copy of JSON-like data (dicts, lists, scalars): much faster than copy.deepcopy."""
-    if isinstance(value, list):
-        return [_plain_copy(v) if isinstance(v, list | dict) else v for v in value]
-    if isinstance(value, dict):
-        return {k: _plain_copy(v) if isinstance(v, list | dict) else v for k, v in value.items()}
-    return value

@@ -14,10 +14,13 @@ and the deals at setup, drawn from ``rng(seed, ...)``; the deck order is then fi
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, Self
+
+import msgspec
 
 from services.engine import (
     BadOptions,
+    EngineState,
     Event,
     GameInfo,
     JsonDict,
@@ -97,74 +100,76 @@ TIMEOUT_PREFERENCE = (
 # --------------------------------------------------------------------------- state
 
 
-class State:
-    """A Momiji match. Every attribute is JSON-compatible; ``to_dict`` lists them all."""
+class State(EngineState):
+    """A Momiji match: plain data only, so ``to_dict`` is its JSON-compatible form."""
 
-    FIELDS = (
-        "players",
-        "seed",
-        "options",
-        "deck",
-        "display",
-        "discard",
-        "hands",
-        "stacks",
-        "acorns",
-        "goals",
-        "holders",
-        "landscapes",
-        "used",
-        "phase",
-        "turn",
-        "round",
-        "draft_picks",
-        "main_done",
-        "discard_used",
-        "power_used",
-        "bamboo",
-        "play_types",
-        "rain_pending",
-        "peek",
-        "ending",
-        "end_reason",
-    )
-
-    def __init__(self, players: int, seed: int, options: JsonDict) -> None:
-        n = players
-        self.players = n
-        self.seed = seed
-        self.options = dict(options)
-        self.deck: list[int] = []  # the top of the deck is the END of the list
-        self.display: list[int] = []
-        self.discard: list[int] = []
-        self.hands: list[list[int]] = [[] for _ in range(n)]
-        self.stacks: list[list[list[int]]] = [[[] for _ in range(n + 2)] for _ in range(n)]
-        self.acorns = [START_ACORNS] * n
-        self.goals: list[str] = []
-        self.holders: list[int | None] = []
-        self.landscapes: list[list[str]] = [[] for _ in range(n)]
-        self.used: list[list[str]] = [[] for _ in range(n)]
-        self.phase = MAIN
-        self.turn = 0
-        self.round = 1
-        self.draft_picks = 0
-        self.main_done = False
-        self.discard_used = False
-        self.power_used = False
-        self.bamboo = False
-        self.play_types: list[int] = []
-        self.rain_pending: list[int] = []
-        self.peek: list[int] = []
-        self.ending = False
-        self.end_reason = NO_END
+    players: int
+    seed: int
+    options: dict[str, bool]
+    deck: list[int]  # the top of the deck is the END of the list
+    display: list[int]
+    discard: list[int]
+    hands: list[list[int]]
+    stacks: list[list[list[int]]]  # by seat, one stack per leaf type
+    acorns: list[int]
+    goals: list[str]
+    holders: list[int | None]  # by goal: the seat that activated it
+    landscapes: list[list[str]]
+    used: list[list[str]]  # landscape powers used this round, by seat
+    phase: str
+    turn: int
+    round: int
+    draft_picks: int
+    main_done: bool
+    discard_used: bool
+    power_used: bool
+    bamboo: bool
+    play_types: list[int]
+    rain_pending: list[int]
+    peek: list[int]
+    ending: bool
+    end_reason: str
 
     # ----------------------------------------------------------------- construction
 
     @classmethod
-    def new(cls, players: int, seed: int, options: JsonDict) -> State:
+    def _before_deal(cls, players: int, seed: int, options: JsonDict) -> Self:
+        """The match before the deal: no cards, goals or landscapes anywhere, seat 0 in PHASE_MAIN."""
+        n = players
+        return cls(
+            players=n,
+            seed=seed,
+            options=dict(options),
+            deck=[],
+            display=[],
+            discard=[],
+            hands=[[] for _ in range(n)],
+            stacks=[[[] for _ in range(n + 2)] for _ in range(n)],
+            acorns=[START_ACORNS] * n,
+            goals=[],
+            holders=[],
+            landscapes=[[] for _ in range(n)],
+            used=[[] for _ in range(n)],
+            phase=MAIN,
+            turn=0,
+            round=1,
+            draft_picks=0,
+            main_done=False,
+            discard_used=False,
+            power_used=False,
+            bamboo=False,
+            play_types=[],
+            rain_pending=[],
+            peek=[],
+            ending=False,
+            end_reason=NO_END,
+        )
+
+    @classmethod
+    def new(cls, players: int, seed: int, options: JsonDict) -> Self:
         GAME.check_players(players)
         opts = check_options(options)
-        s = cls(players, seed, opts)
+        s = cls._before_deal(players, seed, opts)
         deck = list(range(s.types * CARDS_PER_TYPE))
         rng(seed, "deck").shuffle(deck)
         s.deck = deck
@@ -182,38 +187,21 @@ class State:
         return s
 
     @classmethod
-    def for_test(cls, players: int = 2, **fields: Any) -> State:
+    def for_test(cls, players: int = 2, **fields: Any) -> Self:
         """A hand-built position: the given fields; every card not placed anywhere is in the deck.
 
         Defaults: empty hands, stacks and display, no goals, no landscape, seat 0 in PHASE_MAIN.
         ``deck`` may be given explicitly (the top is the end of the list).
         """
-        s = cls(players, fields.pop("seed", 0), fields.pop("options", {"draft_landscapes": False}))
-        for key, value in fields.items():
-            if key not in cls.FIELDS:
-                raise KeyError(key)
-            setattr(s, key, value)
+        options = fields.pop("options", {"draft_landscapes": False})
+        blank = cls._before_deal(players, fields.pop("seed", 0), options)
+        s = msgspec.structs.replace(blank, **fields)  # TypeError for a field State has not
         if "goals" in fields and "holders" not in fields:
             s.holders = [None] * len(s.goals)
         if "deck" not in fields:
             placed = set(s._cards_outside_deck())
             s.deck = [c for c in range(s.types * CARDS_PER_TYPE) if c not in placed]
         return s
-
-    def to_dict(self) -> JsonDict:
-        return _snapshot({k: getattr(self, k) for k in self.FIELDS})
-
-    @classmethod
-    def from_dict(cls, data: JsonDict) -> State:
-        s = cls(data["players"], data["seed"], data["options"])
-        for key, value in _snapshot(data).items():
-            setattr(s, key, value)
-        return s
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, State) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
 
     # ----------------------------------------------------------------- derived facts
 
@@ -483,19 +471,3 @@ def check_options(options: JsonDict | None) -> JsonDict:
     if options:
         raise BadOptions("options", f"unknown option(s): {', '.join(sorted(options))}")
     return out
-
-
-_FLAT = ("deck", "display", "discard", "acorns", "goals", "holders", "play_types", "rain_pending", "peek")
-_NESTED = ("hands", "landscapes", "used")
-
-
-def _snapshot(fields: JsonDict) -> JsonDict:
-    """A copy of the state fields that shares no list with ``fields``."""
-    d = {k: fields[k] for k in State.FIELDS}
-    d["options"] = dict(d["options"])
-    for k in _FLAT:
-        d[k] = list(d[k])
-    for k in _NESTED:
-        d[k] = [list(x) for x in d[k]]
-    d["stacks"] = [[list(st) for st in area] for area in d["stacks"]]
-    return d

@@ -11,10 +11,13 @@ drawn from ``rng(seed, "deal"|"dice", round)``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Self
+
+import msgspec
 
 from services.engine import (
     BadOptions,
+    EngineState,
     Event,
     GameInfo,
     JsonDict,
@@ -95,6 +98,24 @@ class NotTrickWinner(NotYourTurn):
 # --------------------------------------------------------------------------- card helpers
 
 
+class Play(msgspec.Struct, array_like=True, frozen=True, gc=False):
+    """One play of a trick, stored as ``[seat, "card" | "die", id]``. Only scalars: no cycle."""
+
+    seat: int
+    kind: str  # "card" or "die"
+    item: int  # the card's or the die's id
+
+
+class Trick(msgspec.Struct, kw_only=True):
+    """A trick: the one under way (``winner`` 0, ``reason`` unspecified) or the one just won."""
+
+    number: int
+    leader: int
+    plays: list[Play]
+    winner: int
+    reason: str
+
+
 def card_suit(card: int) -> int:
     return X if card >= FIRST_X_CARD else card // RANKS_PER_SUIT
 
@@ -136,11 +157,11 @@ def cards_in_play(players: int) -> set[int]:
     return cards
 
 
-def trick_winner(leader: int, plays: list[list[Any]], faces: list[int]) -> tuple[int, str, int | None]:
+def trick_winner(leader: int, plays: list[Play], faces: list[int]) -> tuple[int, str, int | None]:
     """(winner seat, reason, lead suit or None) of a complete trick.
 
-    ``plays`` are ``[seat, "card"|"die", id]`` in play order. Order of the tests: highest
-    trump card, first trump die, highest lead-suit card, first lead-suit die, the leader.
+    ``plays`` are in play order. Order of the tests: highest trump card, first trump die,
+    highest lead-suit card, first lead-suit die, the leader.
     """
     lead = lead_suit_of(plays, faces)
     if lead is None:
@@ -150,10 +171,10 @@ def trick_winner(leader: int, plays: list[list[Any]], faces: list[int]) -> tuple
         (trump, (WIN_HIGHEST_TRUMP_CARD, WIN_FIRST_TRUMP_DIE)),
         (lead, (WIN_HIGHEST_LEAD_CARD, WIN_FIRST_LEAD_DIE)),
     ):
-        cards = [(card_rank(i), seat) for seat, kind, i in plays if kind == "card" and card_suit(i) == suit]
+        cards = [(card_rank(p.item), p.seat) for p in plays if p.kind == "card" and card_suit(p.item) == suit]
         if cards:
             return max(cards)[1], card_reason, lead
-        dice = [seat for seat, kind, i in plays if kind == "die" and faces[i] == suit]
+        dice = [p.seat for p in plays if p.kind == "die" and faces[p.item] == suit]
         if dice:
             return dice[0], die_reason, lead
     return leader, WIN_ALL_X_LEADER, lead  # unreachable: the lead suit was set by a play
@@ -163,10 +184,10 @@ def play_suit(kind: str, item: int, faces: list[int]) -> int:
     return card_suit(item) if kind == "card" else faces[item]
 
 
-def lead_suit_of(plays: list[list[Any]], faces: list[int]) -> int | None:
+def lead_suit_of(plays: list[Play], faces: list[int]) -> int | None:
     """The suit of the first suited card or die in the trick, None if all plays are X."""
-    for _seat, kind, item in plays:
-        suit = play_suit(kind, item, faces)
+    for play in plays:
+        suit = play_suit(play.kind, play.item, faces)
         if suit != X:
             return suit
     return None
@@ -205,48 +226,75 @@ def score_piles(piles: list[list[int]], pile_dice: list[list[int]], faces: list[
 # --------------------------------------------------------------------------- the state
 
 
-class State:
-    """One match of Mori. Every attribute is JSON-compatible (see ``to_dict``)."""
+class State(EngineState):
+    """One match of Mori: plain data only, so ``to_dict`` is its JSON-compatible form."""
 
-    def __init__(self, players: int, seed: int, first_player: int) -> None:
-        self.players = players
-        self.seed = seed
-        self.first_player = first_player
-        self.round = 0
-        self.start_player = first_player
-        self.phase = PLAY
-        self.turn = first_player
-        self.hands: list[list[int]] = [[] for _ in range(players)]
-        self.aids: list[list[int]] = [[] for _ in range(players)]
-        self.piles: list[list[int]] = [[] for _ in range(players)]
-        self.pile_dice: list[list[int]] = [[] for _ in range(players)]
-        self.mat: list[int] = []
-        self.faces: list[int] = [X] * DICE_COUNT
-        self.unused: list[int] = []
-        self.trick_leader = first_player
-        self.trick_plays: list[list[Any]] = []
-        self.tricks_done = 0
-        self.last_trick: JsonDict | None = None
-        self.tricks_won = [0] * players
-        self.round_scores: list[list[int]] = [[] for _ in range(players)]
-        self.totals = [0] * players
+    players: int
+    seed: int
+    first_player: int
+    round: int
+    start_player: int
+    phase: str
+    turn: int
+    trick_leader: int
+    tricks_done: int
+    mat: list[int]  # dice ids on the dice mat
+    faces: list[int]  # the face each die (by id) was rolled to this round
+    unused: list[int]  # the deck's cards nobody was dealt this round
+    tricks_won: list[int]
+    totals: list[int]
+    # By seat:
+    hands: list[list[int]]
+    aids: list[list[int]]  # dice on the player aid
+    piles: list[list[int]]  # cards of the score pile
+    pile_dice: list[list[int]]  # dice of the score pile
+    trick_plays: list[Play]
+    round_scores: list[list[int]]
+    last_trick: Trick | None  # the trick just won, while its winner claims a die
 
     # ----------------------------------------------------------------- construction
 
     @classmethod
-    def new(cls, players: int, seed: int, options: JsonDict) -> State:
+    def new(cls, players: int, seed: int, options: JsonDict) -> Self:
         GAME.check_players(players)
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise BadOptions("seed", f"the seed must be an integer, not {seed!r}")
         opts = parse_options(options, players)
-        state = cls(players, seed, opts["first_player"])
+        state = cls._before_deal(players, seed, opts["first_player"])
         state._start_round(1)
         return state
+
+    @classmethod
+    def _before_deal(cls, players: int, seed: int, first_player: int) -> Self:
+        """The match before round 1 is dealt (``round`` 0, no cards or dice anywhere)."""
+        return cls(
+            players=players,
+            seed=seed,
+            first_player=first_player,
+            round=0,
+            start_player=first_player,
+            phase=PLAY,
+            turn=first_player,
+            trick_leader=first_player,
+            tricks_done=0,
+            mat=[],
+            faces=[X] * DICE_COUNT,
+            unused=[],
+            tricks_won=[0] * players,
+            totals=[0] * players,
+            hands=[[] for _ in range(players)],
+            aids=[[] for _ in range(players)],
+            piles=[[] for _ in range(players)],
+            pile_dice=[[] for _ in range(players)],
+            trick_plays=[],
+            round_scores=[[] for _ in range(players)],
+            last_trick=None,
+        )
 
     def opening_events(self) -> list[Event]:
         # Round 1's deal and roll depend only on the seed, the player count and the first
         # player, so they are made again on a fresh state: the same events whenever asked.
-        return type(self)(self.players, self.seed, self.first_player)._start_round(1)
+        return self._before_deal(self.players, self.seed, self.first_player)._start_round(1)
 
     def timeout_move(self, seat: int) -> JsonDict:
         """The timeout policy (docs/rules/mori.md §10): the lowest-ranked legal Season card
@@ -261,38 +309,6 @@ class State:
         season = [c for c in cards if card_suit(c) != X]
         card = min(season, key=lambda c: (card_rank(c), c)) if season else min(cards)
         return {"play_card": {"card": card}}
-
-    # How each snapshot field is copied: scalars, lists of ints, lists of lists.
-    _SCALARS = (
-        "players",
-        "seed",
-        "first_player",
-        "round",
-        "start_player",
-        "phase",
-        "turn",
-        "trick_leader",
-        "tricks_done",
-    )
-    _LISTS = ("mat", "faces", "unused", "tricks_won", "totals")
-    _NESTED = ("hands", "aids", "piles", "pile_dice", "trick_plays", "round_scores")
-
-    def to_dict(self) -> JsonDict:
-        return _snapshot(self.__dict__)
-
-    @classmethod
-    def from_dict(cls, data: JsonDict) -> State:
-        state = cls(data["players"], data["seed"], data["first_player"])
-        state.__dict__.update(_snapshot(data))
-        return state
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, State) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return f"<mori.State round={self.round} phase={self.phase} turn={self.turn}>"
 
     # ----------------------------------------------------------------- queries
 
@@ -396,7 +412,7 @@ class State:
             self.hands[seat].remove(item)
         else:
             self.aids[seat].remove(item)
-        self.trick_plays.append([seat, "card" if kind == "play_card" else "die", item])
+        self.trick_plays.append(Play(seat, "card" if kind == "play_card" else "die", item))
         lead = self.lead_suit()
         lead_name = NO_SUIT_NAME if lead is None else SUIT_NAMES[lead]
         if kind == "play_card":
@@ -408,19 +424,19 @@ class State:
             self.turn = (seat + 1) % self.players
             return events
         winner, reason, lead = trick_winner(self.trick_leader, self.trick_plays, self.faces)
-        for _seat, what, thing in self.trick_plays:
-            (self.piles if what == "card" else self.pile_dice)[winner].append(thing)
+        for play in self.trick_plays:
+            (self.piles if play.kind == "card" else self.pile_dice)[winner].append(play.item)
         self.piles[winner].sort()
         self.pile_dice[winner].sort()
         self.tricks_done += 1
         self.tricks_won[winner] += 1
-        self.last_trick = {
-            "number": self.tricks_done,
-            "leader": self.trick_leader,
-            "plays": self.trick_plays,
-            "winner": winner,
-            "reason": reason,
-        }
+        self.last_trick = Trick(
+            number=self.tricks_done,
+            leader=self.trick_leader,
+            plays=self.trick_plays,
+            winner=winner,
+            reason=reason,
+        )
         record = self._trick_view(self.last_trick)
         events.append(
             Event(
@@ -525,13 +541,13 @@ class State:
         own = seat if isinstance(seat, int) and 0 <= seat < self.players else None
         if self.phase == PLAY:
             trick = self._trick_view(
-                {
-                    "number": self.tricks_done + 1,
-                    "leader": self.trick_leader,
-                    "plays": self.trick_plays,
-                    "winner": 0,
-                    "reason": NO_REASON,
-                },
+                Trick(
+                    number=self.tricks_done + 1,
+                    leader=self.trick_leader,
+                    plays=self.trick_plays,
+                    winner=0,
+                    reason=NO_REASON,
+                ),
                 complete=False,
             )
         else:
@@ -576,18 +592,18 @@ class State:
     def _mat_view(self) -> list[JsonDict]:
         return [die_dict(d, self.faces) for d in _mat_order(self.mat, self.faces)]
 
-    def _trick_view(self, record: JsonDict, complete: bool = True) -> JsonDict:
-        plays = record["plays"]
+    def _trick_view(self, trick: Trick, complete: bool = True) -> JsonDict:
+        plays = trick.plays
         lead = lead_suit_of(plays, self.faces)
         return {
-            "number": record["number"],
-            "leader": record["leader"],
-            "plays": [play_dict(seat, kind, item, self.faces) for seat, kind, item in plays],
+            "number": trick.number,
+            "leader": trick.leader,
+            "plays": [play_dict(p.seat, p.kind, p.item, self.faces) for p in plays],
             "lead_suit": NO_SUIT_NAME if lead is None else SUIT_NAMES[lead],
             "trump_suit": NO_SUIT_NAME if lead is None else SUIT_NAMES[trump_of(lead)],
             "complete": complete,
-            "winner": record["winner"],
-            "reason": record["reason"],
+            "winner": trick.winner,
+            "reason": trick.reason,
         }
 
 
@@ -659,18 +675,6 @@ def _empty_trick(number: int, leader: int) -> JsonDict:
         "winner": 0,
         "reason": NO_REASON,
     }
-
-
-def _snapshot(fields: JsonDict) -> JsonDict:
-    """A deep copy of the state's fields (to_dict / from_dict), field by field for speed."""
-    out: JsonDict = {key: fields[key] for key in State._SCALARS}
-    for key in State._LISTS:
-        out[key] = list(fields[key])
-    for key in State._NESTED:
-        out[key] = [list(item) for item in fields[key]]
-    last = fields["last_trick"]
-    out["last_trick"] = None if last is None else {**last, "plays": [list(p) for p in last["plays"]]}
-    return out
 
 
 def _mat_order(dice: list[int], faces: list[int]) -> list[int]:

@@ -8,7 +8,7 @@ import pytest
 
 from services.engine import BadOptions, MalformedMove, NotYourTurn, RuleViolation
 from services.mori import rules
-from services.mori.rules import GAME, State
+from services.mori.rules import GAME, Play, State
 from tests.engine_checks import refused
 
 SP, SU, AU, WI, X = 0, 1, 2, 3, 4
@@ -325,7 +325,7 @@ def test_play_a_card_from_hand():
     events = play(state, 0, c(SU, 4))
     assert bodies(events, "card_played")[0]["lead_suit"] == "SUIT_SUMMER"
     assert state.hands[0] == [c(SP, 3)] and state.active_seats() == [1]
-    assert state.trick_plays == [[0, "card", c(SU, 4)]]
+    assert state.trick_plays == [Play(0, "card", c(SU, 4))]
 
 
 def test_play_a_die_from_the_aid_face_unchanged():
@@ -403,7 +403,7 @@ def test_any_die_allowed_even_holding_the_lead_suit():
         play(state, 0, c(AU, 4))
         assert {"play_die": {"die": die}} in state.legal_moves(1)
         play_die(state, 1, die)
-        assert state.trick_plays[-1] == [1, "die", die]
+        assert state.trick_plays[-1] == Play(1, "die", die)
 
 
 def test_lead_with_a_die_sets_the_lead_suit():
@@ -489,7 +489,8 @@ def test_legal_moves_list_both_x_cards_and_every_die_of_a_face():
             assert body["card"] not in trial.hands[0] and len(trial.hands[0]) == 2
         else:
             assert body["die"] not in trial.aids[0] and len(trial.aids[0]) == 3
-        assert trial.trick_plays == [[0, "card" if kind == "play_card" else "die", next(iter(body.values()))]]
+        played = Play(0, "card" if kind == "play_card" else "die", next(iter(body.values())))
+        assert trial.trick_plays == [played]
 
 
 def test_three_identical_spring_dice_are_three_listed_claims():
@@ -590,10 +591,10 @@ def test_suited_die_wins_when_it_is_the_only_trump():
 def test_trick_winner_function_order_of_tests():
     faces = [SP, SU, AU, WI, X, X, SP, SU, AU, WI]
     # trump dice only (lead Spring by card, trump Summer by dice 1 and 7): the first one
-    plays = [[0, "card", c(SP, 4)], [1, "die", 7], [2, "die", 1]]
+    plays = [Play(0, "card", c(SP, 4)), Play(1, "die", 7), Play(2, "die", 1)]
     assert rules.trick_winner(0, plays, faces)[:2] == (1, "WIN_REASON_FIRST_TRUMP_DIE")
     # lead set by a die, lead card wins over it
-    plays = [[0, "die", 0], [1, "die", 4], [2, "card", c(SP, 1)]]
+    plays = [Play(0, "die", 0), Play(1, "die", 4), Play(2, "card", c(SP, 1))]
     assert rules.trick_winner(0, plays, faces)[:2] == (2, "WIN_REASON_HIGHEST_LEAD_CARD")
 
 
