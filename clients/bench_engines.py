@@ -2,13 +2,18 @@
 
     python -m clients.bench_engines [--games mori,happy_mochi] [--steps 20000] [--players mori=4]
 
-Per game it prints (CPU time, ``time.process_time``):
+Per game it prints a Markdown table row (CPU time, ``time.process_time``):
 
 * steps/s: random play, one step = ``legal_moves(seat)`` + ``apply`` of a random legal
   move (a finished match is replaced by a new one, its ``State.new`` included in the time);
-* the state codec the server runs on every RPC, over states sampled along that play:
-  encode (``to_dict`` + ``json.dumps``), decode (``json.loads`` + ``from_dict``), the round
-  trip, and the JSON size in bytes (mean and largest);
+* the state codec, over states sampled along that play: encode, decode, the round trip
+  (µs each) and the encoded size in bytes (mean and largest). The ``codec`` column says which:
+
+  - ``msgpack``, for a game whose ``State`` is an ``EngineState`` (a msgspec Struct): the
+    codec the server stores states with, typed MessagePack of the Struct,
+    ``msgspec.msgpack.Encoder().encode(state)`` / ``msgspec.msgpack.Decoder(State).decode(data)``;
+  - ``json``, for a game whose ``State`` is not one yet: what the server ran on every RPC
+    before, ``to_dict`` + ``json.dumps`` (as UTF-8 bytes) / ``json.loads`` + ``from_dict``;
 * view: one ``view(seat)`` of the seat to move, over the same states.
 """
 
@@ -23,7 +28,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
+from clients.markdown import table
 from services.catalog import GAME_PACKAGES, rules_module
+from services.engine import EngineState
 
 SAMPLE_EVERY = 37  # steps between sampled states (prime, so phases of a turn vary)
 MAX_SAMPLES = 300
@@ -36,12 +45,32 @@ class Figures:
     steps: int
     matches: int
     steps_per_s: float
+    codec: str
     encode_us: float
     decode_us: float
     round_trip_us: float
     size_mean: float
     size_max: int
     view_us: float
+
+
+@dataclass(frozen=True)
+class StateCodec:
+    name: str
+    encode: Callable[[Any], bytes]
+    decode: Callable[[bytes], Any]
+
+
+def state_codec(state_class: Any) -> StateCodec:
+    """Typed MessagePack for an ``EngineState``; the old ``to_dict`` + JSON for any other State."""
+    if isinstance(state_class, type) and issubclass(state_class, EngineState):
+        encoder, decoder = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(state_class)
+        return StateCodec("msgpack", encoder.encode, decoder.decode)
+    return StateCodec(
+        "json",
+        lambda state: json.dumps(state.to_dict()).encode(),
+        lambda data: state_class.from_dict(json.loads(data)),
+    )
 
 
 def cpu_us_per_call(fn: Callable[[Any], object], items: list[Any], repeat: int) -> float:
@@ -76,16 +105,17 @@ def random_play(game: str, players: int, steps: int, seed: int) -> tuple[float, 
 
 
 def measure(game: str, players: int, steps: int, seed: int) -> Figures:
-    state_class = rules_module(game).State
+    codec = state_codec(rules_module(game).State)
     elapsed, matches, states = random_play(game, players, steps, seed)
-    encoded = [json.dumps(s.to_dict()) for s in states]
-    sizes = [len(text.encode()) for text in encoded]
+    encoded = [codec.encode(s) for s in states]
+    for state, data in zip(states, encoded, strict=True):
+        if codec.decode(data) != state:  # a codec that loses something would time nothing useful
+            raise SystemExit(f"{game}: the {codec.name} state codec does not round-trip")
+    sizes = [len(data) for data in encoded]
     repeat = max(1, 2000 // len(states))
-    encode = cpu_us_per_call(lambda s: json.dumps(s.to_dict()), states, repeat)
-    decode = cpu_us_per_call(lambda text: state_class.from_dict(json.loads(text)), encoded, repeat)
-    round_trip = cpu_us_per_call(
-        lambda s: state_class.from_dict(json.loads(json.dumps(s.to_dict()))), states, repeat
-    )
+    encode = cpu_us_per_call(codec.encode, states, repeat)
+    decode = cpu_us_per_call(codec.decode, encoded, repeat)
+    round_trip = cpu_us_per_call(lambda s: codec.decode(codec.encode(s)), states, repeat)
     seated = [(s, (s.active_seats() or [0])[0]) for s in states]
     view = cpu_us_per_call(lambda pair: pair[0].view(pair[1]), seated, repeat)
     return Figures(
@@ -94,6 +124,7 @@ def measure(game: str, players: int, steps: int, seed: int) -> Figures:
         steps=steps,
         matches=matches,
         steps_per_s=steps / elapsed if elapsed else float("inf"),
+        codec=codec.name,
         encode_us=encode,
         decode_us=decode,
         round_trip_us=round_trip,
@@ -103,20 +134,37 @@ def measure(game: str, players: int, steps: int, seed: int) -> Figures:
     )
 
 
-def table(rows: list[Figures]) -> str:
-    header = (
-        f"{'game':<12} {'players':>7} {'steps':>7} {'matches':>7} {'steps/s':>9} "
-        f"{'encode µs':>10} {'decode µs':>10} {'round trip µs':>14} {'state B':>8} {'max B':>7} "
-        f"{'view µs':>8}"
-    )
-    lines = [header, "-" * len(header)]
-    for f in rows:
-        lines.append(
-            f"{f.game:<12} {f.players:>7} {f.steps:>7} {f.matches:>7} {f.steps_per_s:>9,.0f} "
-            f"{f.encode_us:>10.1f} {f.decode_us:>10.1f} {f.round_trip_us:>14.1f} {f.size_mean:>8,.0f} "
-            f"{f.size_max:>7,} {f.view_us:>8.1f}"
-        )
-    return "\n".join(lines)
+HEADER = (
+    "game",
+    "players",
+    "steps",
+    "matches",
+    "steps/s",
+    "codec",
+    "encode µs",
+    "decode µs",
+    "round trip µs",
+    "state B",
+    "max B",
+    "view µs",
+)
+
+
+def cells(f: Figures) -> list[str]:
+    return [
+        f.game,
+        str(f.players),
+        str(f.steps),
+        str(f.matches),
+        f"{f.steps_per_s:,.0f}",
+        f.codec,
+        f"{f.encode_us:.1f}",
+        f"{f.decode_us:.1f}",
+        f"{f.round_trip_us:.1f}",
+        f"{f.size_mean:,.0f}",
+        f"{f.size_max:,}",
+        f"{f.view_us:.1f}",
+    ]
 
 
 def parse_players(pairs: list[str], games: list[str]) -> dict[str, int]:
@@ -145,10 +193,9 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown game {unknown[0]!r}; known: {', '.join(GAME_PACKAGES)}")
     players = parse_players(args.players, games)
-    header = table([])
-    print(header, flush=True)
-    for game in games:  # one line per game as soon as it is measured
-        row = table([measure(game, players[game], args.steps, args.seed)])
+    print(table(HEADER, []), flush=True)
+    for game in games:  # one row per game as soon as it is measured
+        row = table(HEADER, [cells(measure(game, players[game], args.steps, args.seed))])
         print(row.splitlines()[-1], flush=True)
 
 
