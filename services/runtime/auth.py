@@ -10,6 +10,7 @@ days away, so seconds of clock skew between replicas do not matter.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import secrets
@@ -51,6 +52,13 @@ def match_of_token(token: str) -> str:
     return parts[1] if len(parts) == _PARTS else ""
 
 
+@functools.lru_cache(maxsize=65_536)
+def _signed(secret: bytes, body: str, signature: str) -> bool:
+    """Whether ``signature`` signs ``body``: kept per token, since a seat sends the same one
+    with every move (a new guess is a new token, still compared in constant time)."""
+    return hmac.compare_digest(signature, _signature(secret, body))
+
+
 def grant_from_token(secret: bytes, token: str, match_id: str, now_ms: int) -> SeatGrant:
     """What a valid, unexpired token grants in ``match_id``; raises for a bad, foreign or
     expired token. Revocation needs the match record: ``tables.check_current``."""
@@ -58,7 +66,7 @@ def grant_from_token(secret: bytes, token: str, match_id: str, now_ms: int) -> S
     if len(parts) != _PARTS or parts[0] != _VERSION or not all(p.isdigit() for p in parts[2:5]):
         raise Unauthenticated("authorization: malformed seat token")
     body, signature = token.rpartition(".")[::2]
-    if not hmac.compare_digest(signature, _signature(secret, body)):
+    if not _signed(secret, body, signature):
         raise Unauthenticated("authorization: seat token signature is invalid")
     _, token_match, seat, generation, expires_ms = parts[:5]
     if token_match != match_id:

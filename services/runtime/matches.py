@@ -8,7 +8,7 @@ knows about protobuf or gRPC: the servicer translates, ``errors`` maps.
 from __future__ import annotations
 
 import contextlib
-import json
+import random
 import secrets
 import time
 from collections.abc import AsyncGenerator, Callable, Collection
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+import msgspec
 import structlog
 
 from services.engine import Event, GameInfo, MoveError, NotYourTurn, RuleViolation
@@ -487,7 +488,7 @@ class MatchService:
         # Without a request id, one of the server's own: redis-py re-sends the commit script
         # after a broken connection, and the first one may have run; the re-sent one then
         # answers "duplicate" instead of conflicting and having this loop apply the move again.
-        request = request_digest(seat, request_id) if request_id else secrets.token_bytes(DIGEST_BYTES)
+        request = request_digest(seat, request_id) if request_id else _own_request_id()
         for _ in range(MAX_COMMIT_ATTEMPTS):
             attempt = self._attempt_cached(match_id, grant, move, expected_version)
             if attempt is None:
@@ -636,7 +637,7 @@ class MatchService:
             "match_id": record.match_id,
             "version": record.version,
             "seat": seat,
-            "events": json.dumps(public, separators=(",", ":")),
+            "events": _json(public).decode(),
         }
         return FeedEntry(keys.game_moves(self.game.name), fields, self.settings.game_stream_maxlen)
 
@@ -685,6 +686,16 @@ class MatchService:
                 prompt["clock"] = clocks[seat]
             prompts[seat] = {"prompt": prompt}
         return prompts
+
+
+# The ids of moves sent without a request id only need to be unique, never secret: a
+# Mersenne Twister seeded from the OS draws them without a system call per move.
+_own_ids = random.Random(secrets.randbits(128))
+_json = msgspec.json.Encoder().encode
+
+
+def _own_request_id() -> bytes:
+    return _own_ids.getrandbits(DIGEST_BYTES * 8).to_bytes(DIGEST_BYTES, "big")
 
 
 def _watch_start(record: MatchRecord, after_version: int | None, after_seq: int) -> tuple[int, int]:

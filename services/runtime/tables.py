@@ -111,11 +111,26 @@ def new_lifecycle(options: TableOptions, players: int) -> dict[str, Any]:
     return {"seats": seats, "joins": {}}
 
 
+# TableOptions of the record tables read lately, by the table dict's identity (a record's
+# table is set when the match is created and never changed in place): every call on a
+# match reads its seats, so parsing its options once per decoded record matters.
+_OPTIONS_KEPT = 4096
+_options_by_table: dict[int, tuple[dict[str, Any], TableOptions]] = {}
+
+
 def options_of(table: dict[str, Any]) -> TableOptions:
+    kept = _options_by_table.get(id(table))
+    if kept is not None and kept[0] is table:
+        return kept[1]
     if not table:
         return TableOptions()
     known = {k: v for k, v in table.items() if k in TableOptions.__dataclass_fields__}
-    return TableOptions(**{**known, "bot_seats": tuple(known.get("bot_seats", ()))})
+    options = TableOptions(**{**known, "bot_seats": tuple(known.get("bot_seats", ()))})
+    if len(_options_by_table) >= _OPTIONS_KEPT:
+        _options_by_table.clear()
+    # The entry holds the table itself, so its id cannot be reused by another dict meanwhile.
+    _options_by_table[id(table)] = (table, options)
+    return options
 
 
 class Seats:

@@ -114,6 +114,11 @@ class WatchHub:
             match.wake.set()
         try:
             while True:
+                if not watcher.queue.empty():
+                    # A commit hands over its events and prompts at once: the rest of them
+                    # need no timer (arming one per event was a measurable part of a move).
+                    yield watcher.queue.get_nowait()
+                    continue
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
                 # that lands as the queue hands over an event, and the watch would go on.
                 try:
