@@ -34,7 +34,7 @@ import redis.asyncio as aioredis
 
 from clients import markdown
 from clients.bot import parse_options, play_match
-from clients.echo import METHOD
+from clients.echo import EVENT, FULL, METHOD, RELAY_METHOD
 from clients.game_client import GameClient
 from deploy.launcher import System, running_system
 from deploy.nginx import nginx_executable
@@ -196,6 +196,46 @@ async def echo_figures(address: str, pid: int, concurrency: int, duration_s: flo
         return EchoFigures(calls / elapsed, meter.stop()["echo"] * 1000 / max(calls, 1))
 
 
+async def relay_figures(address: str, pid: int, matches: int, duration_s: float) -> EchoFigures:
+    """The echo server's Relay: ``matches`` pairs of streams trading 64-byte moves, each
+    answered to its sender and sent to the other stream; server CPU per move."""
+    moves = 0
+    payload = os.urandom(64)
+    until = time.monotonic() + duration_s
+    async with grpc.aio.insecure_channel(address) as channel:
+        relay = channel.stream_stream(RELAY_METHOD)
+
+        async def seat(call: Any, opens: bool) -> None:
+            nonlocal moves
+            while (message := await call.read()) is not grpc.aio.EOF:
+                if message == FULL and opens:
+                    await call.write(payload)
+                if message[:1] != EVENT:
+                    continue
+                if time.monotonic() >= until:
+                    return
+                await call.write(payload)
+                moves += 1
+
+        async def match(n: int) -> None:
+            calls = [relay(), relay()]
+            for call in calls:
+                await call.write(f"room-{n}".encode())
+            seats = [asyncio.create_task(seat(calls[0], True)), asyncio.create_task(seat(calls[1], False))]
+            # The seat whose turn came after the window stops; the other one waits for it.
+            await asyncio.wait(seats, return_when=asyncio.FIRST_COMPLETED)
+            for call in calls:
+                call.cancel()
+            await asyncio.gather(*seats, return_exceptions=True)
+
+        meter = CpuMeter({"echo": [pid]})
+        meter.start()
+        started = time.perf_counter()
+        await asyncio.gather(*(match(n) for n in range(matches)))
+        elapsed = time.perf_counter() - started
+        return EchoFigures(moves / elapsed, meter.stop()["echo"] * 1000 / max(moves, 1))
+
+
 # -- one measured load ---------------------------------------------------------------------
 
 
@@ -309,6 +349,8 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
         f"echo baseline: {args.concurrency} concurrent callers for {args.echo_duration:g} s ...", flush=True
     )
     echo_figures_ = await echo_figures(*echo, args.concurrency, args.echo_duration)
+    print(f"relay baseline: {args.concurrency} stream pairs for {args.echo_duration:g} s ...", flush=True)
+    relay = await relay_figures(*echo, args.concurrency, args.echo_duration)
     results = []
     for front, target in fronts:
         for one_stream in (False, True):
@@ -326,10 +368,12 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
         print(f"{game} through {others_front} by PlayMatch for {args.others_duration:g} s ...", flush=True)
         roles = server_roles(system, store_pid, games, game, args.replicas)
         results.append(await measure(game, others_front, others_target, roles, system.redis_url, args, True))
-    print_table(results, echo_figures_, args)
+    print_table(results, echo_figures_, relay, args)
 
 
-def print_table(results: list[Figures], echo: EchoFigures, args: argparse.Namespace) -> None:
+def print_table(
+    results: list[Figures], echo: EchoFigures, relay: EchoFigures, args: argparse.Namespace
+) -> None:
     print()
     header = [
         "game",
@@ -370,6 +414,12 @@ def print_table(results: list[Figures], echo: EchoFigures, args: argparse.Namesp
     print(
         f"echo: {echo.calls_per_s:.0f} calls/s, {echo.cpu_ms_per_call:.3f} ms of server CPU per call"
         f" (bare grpc.aio unary echo, 64-byte payload, {args.concurrency} concurrent callers, same run)"
+    )
+    print(
+        f"relay: {relay.calls_per_s:.0f} moves/s, {relay.cpu_ms_per_call:.3f} ms of server CPU per move"
+        f" = {relay.cpu_ms_per_call / echo.cpu_ms_per_call:.2f} echo calls (bare grpc.aio, {args.concurrency}"
+        " pairs of streams; a move is one message in and two out, to its sender and to the other stream:"
+        " the least a PlayMatch move costs on grpc.aio, with no Redis, rules or checks)"
     )
     print(
         f"{args.concurrency} concurrent matches; {args.replicas} replica(s) per game; Redis with AOF"
