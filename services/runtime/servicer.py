@@ -225,9 +225,6 @@ class GameServicer:
                     )
                     outbox.refused(to_refusal(refused))
                 else:
-                    # The commit handed its events to this seat's watch: let the pump pass
-                    # them on first, so the answer goes out with them instead of waiting.
-                    await asyncio.sleep(0)
                     last = answer.events[-1] if answer.events else None
                     outbox.committed(answer, (last.version, last.seq) if last else (answer.version, 0))
         except Exception as error:
