@@ -103,6 +103,9 @@ class State:
         # per side, (index, meld, facts) of its melds, for the meld list they were read from
         # (the list is replaced, never changed in place, whenever the melds change)
         self._sides: tuple[list[JsonDict], dict[str, list[SideMeld]]] | None = None
+        # per seat, the Table of the cards it may meld (None: made when next asked), kept up to
+        # date by the moves that change the hand
+        self._tables: list[Table | None] = [None] * PLAYERS
 
     # ---- construction and snapshots ----
 
@@ -221,14 +224,8 @@ class State:
         """The listed lay_meld (3-card) and add_to_meld steps. Generated legal by construction;
         a step that would leave fewer than two cards in the hand is validated in full."""
         s = self.s
-        locked = t["locked"]
-        if locked:
-            locked_set = set(locked)
-            usable = [c for c in hand if c not in locked_set]
-        else:
-            usable = hand
         ace_ok = s["scores"][seat] > THRESHOLD
-        table = Table(usable)
+        table = self._table(seat)
         moves = three_card_steps(table, ace_ok)
         if len(hand) < 5:  # a 3-card meld would leave fewer than two cards
             moves = [m for m in moves if self._legal_if(seat, "lay_meld", m["lay_meld"])]
@@ -237,6 +234,29 @@ class State:
             adds = [m for m in adds if self._legal_if(seat, "add_to_meld", m["add_to_meld"])]
         moves += adds
         return moves
+
+    def _table(self, seat: int) -> Table:
+        """The Table of the cards the turn player ``seat`` may meld: his hand less a taken pile's
+        locked cards."""
+        table = self._tables[seat]
+        hand = self.s["hands"][seat]
+        locked = self.s["t"]["locked"]
+        if table is None or table.size != len(hand) - len(locked):
+            if locked:
+                locked_set = set(locked)
+                hand = [c for c in hand if c not in locked_set]
+            table = self._tables[seat] = Table(hand)
+        return table
+
+    def _hand_gained(self, seat: int, card: int) -> None:
+        table = self._tables[seat]
+        if table is not None:
+            table.add(card)
+
+    def _hand_lost(self, seat: int, card: int) -> None:
+        table = self._tables[seat]
+        if table is not None:
+            table.remove(card)
 
     def _side_melds(self, side: str) -> list[SideMeld]:
         """(index, meld, facts) of ``side``'s melds on the table, in table order."""
@@ -495,13 +515,13 @@ class State:
         side = self.side(seat)
         side_melds = self._side_melds(side)
         melds = [m for _, m, _ in side_melds]
-        if lone_card(top, s["hands"][seat], melds, s["scores"][seat] > THRESHOLD):
+        hand = s["hands"][seat]
+        if lone_card(top, self._table(seat), melds, s["scores"][seat] > THRESHOLD):
             return False  # the common case, decided on the hand alone
         counts = [0] * take.IDENTS
-        ident = take.IDENT
-        for card in s["hands"][seat]:
-            counts[ident[card]] += 1
-        counts[ident[top]] += 1
+        for x in map(take.IDENT.__getitem__, hand):
+            counts[x] += 1
+        counts[take.IDENT[top]] += 1
         problem = take.Problem(
             counts=counts,
             top=take.ident(top),
@@ -546,6 +566,7 @@ class State:
         s = self.s
         card = s["draw"].pop()
         s["hands"][seat].append(card)
+        self._hand_gained(seat, card)
         s["phase"] = "play"
         # melds are never changed in place (a grown meld is a new dict): a list copy will do
         s["t"]["undo"] = {"hand": list(s["hands"][seat]), "melds": list(s["melds"]), "discard": None}
@@ -561,6 +582,7 @@ class State:
         t["undo"] = {"hand": hand, "melds": list(s["melds"]), "discard": list(pile)}
         t["top"], t["locked"], t["pile_taken"] = pile[-1], pile[:-1], True
         s["hands"][seat].extend(pile)
+        self._hand_gained(seat, pile[-1])  # the rest is locked
         s["discard"] = []
         s["phase"] = "play"
         return [Event({"pile_taken": {"seat": seat, "cards": [card_dict(c) for c in pile]}})]
@@ -570,6 +592,7 @@ class State:
         meld["side"] = self.side(seat)
         for card in b["cards"]:
             s["hands"][seat].remove(card)
+            self._hand_lost(seat, card)
         self._place_meld(len(s["melds"]), meld)
         self._melded(b["cards"])
         events = [Event({"meld_laid": {"seat": seat, "meld": self._meld_view(len(s["melds"]) - 1)}})]
@@ -580,6 +603,7 @@ class State:
         index, card = b["meld"], b["card"]
         self._place_meld(index, grown)
         s["hands"][seat].remove(card)
+        self._hand_lost(seat, card)
         self._melded([card])
         body = {"seat": seat, "card": card_dict(card), "low_end": b["low_end"]}
         return [Event({"card_added": {**body, "meld": self._meld_view(index)}}), *self._maybe_pickup(seat)]
@@ -597,6 +621,7 @@ class State:
         side = self.side(seat)
         pile = s["more"][side]
         s["hands"][seat] = pile
+        self._tables[seat] = None
         s["more"][side] = []
         s["more_state"][side] = "taken"
         s["t"]["undo"] = None  # hidden cards seen: this turn's melds are final
@@ -610,6 +635,7 @@ class State:
         undo = t["undo"]
         returned = [c for c in undo["hand"] if c not in s["hands"][seat]]
         s["hands"][seat] = list(undo["hand"])
+        self._tables[seat] = None
         s["melds"] = undo["melds"]
         pile_returned = undo["discard"] is not None
         if pile_returned:
@@ -634,6 +660,10 @@ class State:
         card = b["card"]
         hand = s["hands"][seat]
         hand.remove(card)
+        if s["t"]["locked"]:  # they can be melded from the next turn on
+            self._tables[seat] = None
+        else:
+            self._hand_lost(seat, card)
         s["discard"].append(card)
         self._went_down(seat)
         side = self.side(seat)
@@ -691,6 +721,7 @@ class State:
     def _start_round(self) -> list[Event]:
         s = self.s
         s["round"] += 1
+        self._tables = [None] * PLAYERS
         if s["round"] > 1:
             s["dealer"] = (s["dealer"] + 1) % PLAYERS
         s.update(
@@ -733,6 +764,7 @@ class State:
         s = self.s
         s["solo"] = solo
         s["solo_history"].append(solo)
+        self._tables = [None] * PLAYERS  # the hands are dealt again
         deck = list(range(DECK_SIZE))
         rng(s["seed"], "deal", s["round"]).shuffle(deck)
         left = (s["dealer"] + 1) % PLAYERS

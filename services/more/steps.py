@@ -8,6 +8,7 @@ is a valid meld or a fitting addition; the rules check what depends on the rest 
 
 from __future__ import annotations
 
+from bisect import insort
 from typing import NamedTuple
 
 from services.engine import JsonDict
@@ -42,9 +43,13 @@ _NONE: tuple[int, ...] = ()
 
 class Table:
     """The cards of a hand by the run position they are natural at: ``at[suit * 16 + pos]``
-    (None if there is none), with bit ``suit * 16 + pos`` of ``mask`` set for each."""
+    (None or empty if there is none; each list in id order), with bit ``suit * 16 + pos`` of
+    ``mask`` set for each non-empty one; ``aces`` and ``wilds`` (the pankals) in id order.
 
-    __slots__ = ("aces", "at", "mask", "wilds")
+    A table follows its hand from step to step: ``add`` and ``remove`` work in the card or
+    three a step moves (a hand of 40 cards costs as much to sort again as 20 single changes)."""
+
+    __slots__ = ("aces", "at", "mask", "size", "wilds")
 
     def __init__(self, cards: list[int]) -> None:
         at: list[list[int] | None] = [None] * 64
@@ -72,28 +77,58 @@ class Table:
                 aces.append(card)
             mask |= _BIT[card]
         self.at, self.mask, self.aces, self.wilds = at, mask, aces, wilds
+        self.size = len(cards)
+
+    def add(self, card: int) -> None:
+        key = _KEY[card]
+        self.size += 1
+        if _PANKAL[card]:
+            insort(self.wilds, card)
+        if key < 0:
+            return
+        at = self.at
+        for at_key in (key, key + 13) if key & 15 == 1 else (key,):
+            cell = at[at_key]
+            if cell is None:
+                at[at_key] = [card]
+            else:
+                insort(cell, card)
+        if key & 15 == 1:
+            insort(self.aces, card)
+        self.mask |= _BIT[card]
+
+    def remove(self, card: int) -> None:
+        key = _KEY[card]
+        self.size -= 1
+        if _PANKAL[card]:
+            self.wilds.remove(card)
+        if key < 0:
+            return
+        at = self.at
+        cell = at[key]
+        cell.remove(card)  # type: ignore[union-attr]
+        if key & 15 == 1:
+            at[key + 13].remove(card)  # type: ignore[union-attr]
+            self.aces.remove(card)
+        if not cell:
+            self.mask &= ~_BIT[card]
 
     def natural(self, suit: int, pos: int) -> list[int] | tuple[int, ...]:
         return self.at[suit * 16 + pos] or _NONE
 
 
-def lone_card(card: int, hand: list[int], melds: list[Meld], ace_ok: bool) -> bool:
-    """No meld of the turn could hold natural ``card`` with cards of ``hand``: no natural of its
-    suit two places from it at most (a run of three holds two naturals, with a pankal at most),
-    no meld of its suit among ``melds`` (the side's), and for an ace (with ace-sets allowed) no
-    ace-set among them and too few other aces (two, or one and a pankal)."""
-    if _PANKAL[card]:
+def lone_card(card: int, table: Table, melds: list[Meld], ace_ok: bool) -> bool:
+    """No meld of the turn could hold natural ``card`` with the cards of ``table`` (the hand): no
+    natural of its suit two places from it at most (a run of three holds two naturals, with a
+    pankal at most), no meld of its suit among ``melds`` (the side's), and for an ace (with
+    ace-sets allowed) no ace-set among them and too few other aces (two, or one and a pankal)."""
+    if _PANKAL[card] or table.mask & _NEAR[card]:
         return False
-    near = _NEAR[card]
     ace = _KEY[card] & 15 == 1
-    aces = wilds = 0
-    for other in hand:
-        if _BIT[other] & near:
+    if ace and ace_ok:
+        aces = len(table.aces)
+        if aces >= 2 or (aces == 1 and table.wilds):
             return False
-        wilds += _PANKAL[other]
-        aces += ace and _KEY[other] & 15 == 1
-    if ace and ace_ok and (aces >= 2 or (aces == 1 and wilds)):
-        return False
     suit = _KEY[card] >> 4
     return not any(meld["suit"] == suit or (ace and ace_ok and meld["kind"] == "ace_set") for meld in melds)
 
