@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from typing import Self
 
+import msgspec
+
 from services.engine import (
+    EngineState,
     Event,
     GameInfo,
     JsonDict,
@@ -79,23 +82,61 @@ PILE_STATES = {
 ROLES = {"solo": "ROLE_SOLO", "pair": "ROLE_PAIR"}
 
 
-def _fresh_turn(opening: bool) -> JsonDict:
-    return {
-        "top": -1,  # the taken discard pile's top card (must be melded this turn)
-        "locked": [],  # the rest of that pile: not meldable this turn
-        "pile_taken": False,
-        "halves": 0,  # going-down value melded this turn, in half points
-        "opening": opening,  # the 7.5 rule applies to this turn's melds
-        "melded": False,
-        "undo": None,  # {"hand", "melds", "discard"}: what take_back restores
-        "closed": False,  # take_back used: no more melding this turn
-        "no_take": False,  # the pile was given back: draw instead
-    }
+class Options(msgspec.Struct, kw_only=True):
+    bid_for_solo: bool = False
+    max_rounds: int = 0  # 0: play to the target
 
 
-class State:
-    def __init__(self, data: JsonDict) -> None:
-        self.s = data
+class Undo(msgspec.Struct, kw_only=True):
+    """What take_back restores: the turn's start."""
+
+    hand: list[int]
+    melds: list[Meld]
+    discard: list[int] | None  # the discard pile, if the turn took it
+
+
+class Turn(msgspec.Struct, kw_only=True):
+    """The turn player's bookkeeping of this turn (a fresh one each turn)."""
+
+    top: int = -1  # the taken discard pile's top card (must be melded this turn)
+    locked: list[int] = msgspec.field(default_factory=list)  # the rest of that pile: not meldable this turn
+    pile_taken: bool = False
+    halves: int = 0  # going-down value melded this turn, in half points
+    opening: bool = False  # the 7.5 rule applies to this turn's melds
+    melded: bool = False
+    undo: Undo | None = None
+    closed: bool = False  # take_back used: no more melding this turn
+    no_take: bool = False  # the pile was given back: draw instead
+
+
+class State(EngineState, dict=True):
+    """One match. The fields are its stored form; the instance ``__dict__`` holds only caches
+    worked out from them (never stored, made again when needed)."""
+
+    seed: int
+    options: Options
+    totals: list[int] = msgspec.field(name="scores")  # the match scores
+    round: int
+    dealer: int
+    solo: int  # -1 before the deal
+    solo_history: list[int]
+    phase: str  # a key of PHASES
+    bids: list[int]  # -1: not bid yet
+    revealed_bids: list[int]
+    hands: list[list[int]]
+    draw: list[int]  # the top card last
+    discard: list[int]  # the top card last
+    more: dict[str, list[int]]  # per side ("pair", "solo"): its More pile
+    more_state: dict[str, str]  # per side: a key of PILE_STATES
+    melds: list[Meld]  # the table's melds (cards.py), each dict replaced, never changed in place
+    down: list[bool]  # per seat: has gone down this round
+    exempt: dict[str, bool]  # per side: someone went down with 7.5, the minimum binds nobody
+    turn: int
+    t: Turn
+    rounds: list[JsonDict]  # score_round's results
+    winner_seats: list[int] = msgspec.field(name="winners")
+
+    def __post_init__(self) -> None:
         self._take: bool | None = None  # may the turn player take the pile (until the next move)
         # meld_facts of the melds seen (melds are never changed in place: keyed by identity,
         # each entry holding its meld so that the id stays its own)
@@ -112,119 +153,107 @@ class State:
     @classmethod
     def new(cls, players: int, seed: int, options: JsonDict) -> Self:
         GAME.check_players(players)
-        state = cls._blank(seed, check_options(options))
+        state = cls._blank(seed, Options(**check_options(options)))
         state._start_round()
         return state
 
     @classmethod
-    def _blank(cls, seed: int, opts: JsonDict) -> Self:
+    def _blank(cls, seed: int, options: Options) -> Self:
         """A match before its first round."""
         return cls(
-            {
-                "seed": seed,
-                "options": opts,
-                "scores": [0] * PLAYERS,
-                "round": 0,
-                "dealer": rng(seed, "dealer").randrange(PLAYERS),
-                "solo": -1,
-                "solo_history": [],
-                "phase": "draw",
-                "bids": [-1] * PLAYERS,
-                "revealed_bids": [],
-                "hands": [[] for _ in range(PLAYERS)],
-                "draw": [],
-                "discard": [],
-                "more": {"pair": [], "solo": []},
-                "more_state": {"pair": "waiting", "solo": "waiting"},
-                "melds": [],
-                "down": [False] * PLAYERS,
-                "exempt": {"pair": False, "solo": False},
-                "turn": 0,
-                "t": _fresh_turn(False),
-                "rounds": [],
-                "winners": [],
-            }
+            seed=seed,
+            options=options,
+            totals=[0] * PLAYERS,
+            round=0,
+            dealer=rng(seed, "dealer").randrange(PLAYERS),
+            solo=-1,
+            solo_history=[],
+            phase="draw",
+            bids=[-1] * PLAYERS,
+            revealed_bids=[],
+            hands=[[] for _ in range(PLAYERS)],
+            draw=[],
+            discard=[],
+            more={"pair": [], "solo": []},
+            more_state={"pair": "waiting", "solo": "waiting"},
+            melds=[],
+            down=[False] * PLAYERS,
+            exempt={"pair": False, "solo": False},
+            turn=0,
+            t=Turn(),
+            rounds=[],
+            winner_seats=[],
         )
 
     @classmethod
     def from_dict(cls, data: JsonDict) -> Self:
-        if (
-            "down" not in data
-        ):  # stored before the 7.5 rule's bookkeeping: a side on the table went down with it
+        if "down" not in data:  # stored before the 7.5 bookkeeping: a side with melds went down with 7.5
             melds = data["melds"]
             sides = {side: any(m["side"] == side for m in melds) for side in ("pair", "solo")}
             data = {**data, "down": [False] * PLAYERS, "exempt": sides}
-        return cls(_copy_state(data))
-
-    def to_dict(self) -> JsonDict:
-        return _copy_state(self.s)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, State) and self.s == other.s
-
-    __hash__ = None  # type: ignore[assignment]
+        return super().from_dict(data)
 
     # ---- queries ----
 
     def side(self, seat: int) -> str:
-        return "solo" if seat == self.s["solo"] else "pair"
+        return "solo" if seat == self.solo else "pair"
 
     def active_seats(self) -> list[int]:
-        phase = self.s["phase"]
+        phase = self.phase
         if phase == "over":
             return []
         if phase == "bidding":
-            return [p for p in range(PLAYERS) if self.s["bids"][p] < 0]
-        return [self.s["turn"]]
+            return [p for p in range(PLAYERS) if self.bids[p] < 0]
+        return [self.turn]
 
     def is_over(self) -> bool:
-        return self.s["phase"] == "over"
+        return self.phase == "over"
 
     def scores(self) -> list[int]:
-        return list(self.s["scores"])
+        return list(self.totals)
 
     def winners(self) -> list[int]:
-        return list(self.s["winners"])
+        return list(self.winner_seats)
 
     def legal_moves(self, seat: int) -> list[JsonDict]:
-        s = self.s
-        phase = s["phase"]
+        s = self
+        phase = s.phase
         if phase == "bidding":
             if seat not in self.active_seats():
                 return []
             return [{"bid": {"amount": a}} for a in range(MAX_BID + 1)]
-        if seat != s["turn"] or phase == "over":
+        if seat != s.turn or phase == "over":
             return []
         if phase == "draw":
             # _validate's take_pile checks (the turn player in the draw phase)
-            if s["discard"] and not s["t"]["no_take"]:
+            if s.discard and not s.t.no_take:
                 if self._take is None:
-                    self._take = self._top_meldable(seat, s["discard"][-1])
+                    self._take = self._top_meldable(seat, s.discard[-1])
                 if self._take:
                     return [{"draw": {}}, {"take_pile": {}}]
             return [{"draw": {}}]
-        t = s["t"]
-        hand = s["hands"][seat]
-        moves = [] if t["closed"] else self._melding_steps(seat, hand, t)
+        t = s.t
+        hand = s.hands[seat]
+        moves = [] if t.closed else self._melding_steps(seat, hand, t)
         if self._can_take_back():
             moves.append({"take_back": {}})
         if self._may_discard(seat, hand, t):
             moves += [{"discard": {"card": c}} for c in sorted(hand, key=_sort_key)]
         return moves
 
-    def _may_discard(self, seat: int, hand: list[int], t: JsonDict) -> bool:
+    def _may_discard(self, seat: int, hand: list[int], t: Turn) -> bool:
         """Every card's discard is allowed or refused alike (``_validate``'s discard checks)."""
-        if t["top"] >= 0 and t["top"] in hand:
+        if t.top >= 0 and t.top in hand:
             return False
-        if t["opening"] and 0 < t["halves"] < OPENING_HALVES:
+        if t.opening and 0 < t.halves < OPENING_HALVES:
             return False
         return len(hand) != 1 or bool(self._legal_if(seat, "discard", {"card": hand[0]}))
 
-    def _melding_steps(self, seat: int, hand: list[int], t: JsonDict) -> list[JsonDict]:
+    def _melding_steps(self, seat: int, hand: list[int], t: Turn) -> list[JsonDict]:
         """The listed lay_meld (3-card) and add_to_meld steps. Generated legal by construction;
         a step that would leave fewer than two cards in the hand is validated in full."""
-        s = self.s
-        ace_ok = s["scores"][seat] > THRESHOLD
+        s = self
+        ace_ok = s.totals[seat] > THRESHOLD
         table = self._table(seat)
         moves = three_card_steps(table, ace_ok)
         if len(hand) < 5:  # a 3-card meld would leave fewer than two cards
@@ -239,8 +268,8 @@ class State:
         """The Table of the cards the turn player ``seat`` may meld: his hand less a taken pile's
         locked cards."""
         table = self._tables[seat]
-        hand = self.s["hands"][seat]
-        locked = self.s["t"]["locked"]
+        hand = self.hands[seat]
+        locked = self.t.locked
         if table is None or table.size != len(hand) - len(locked):
             if locked:
                 locked_set = set(locked)
@@ -260,7 +289,7 @@ class State:
 
     def _side_melds(self, side: str) -> list[SideMeld]:
         """(index, meld, facts) of ``side``'s melds on the table, in table order."""
-        melds = self.s["melds"]
+        melds = self.melds
         known = self._sides
         if known is None or known[0] is not melds:
             known = self._sides = (melds, {})
@@ -274,9 +303,9 @@ class State:
     def _place_meld(self, index: int, meld: Meld) -> None:
         """Put ``meld`` on the table at ``index`` (a new one at the end, or a grown one in place of
         the meld it grew from), in a new meld list, keeping ``_side_melds``' answer up to date."""
-        old = self.s["melds"]
+        old = self.melds
         new = index == len(old)
-        melds = self.s["melds"] = [*old, meld] if new else [*old[:index], meld, *old[index + 1 :]]
+        melds = self.melds = [*old, meld] if new else [*old[:index], meld, *old[index + 1 :]]
         known = self._sides
         if known is None or known[0] is not old:
             return  # worked out when next asked
@@ -311,8 +340,8 @@ class State:
         # Round 1's set-up depends only on the seed and the options: it is made again on a
         # fresh match, so the events are the same whenever they are asked for (the ones a later
         # round's start emits: round_started, then roles, the deal and each seat's hand).
-        s = self.s
-        fresh = type(self)._blank(s["seed"], s["options"])
+        s = self
+        fresh = type(self)._blank(s.seed, s.options)
         return fresh._start_round()
 
     def timeout_move(self, seat: int) -> JsonDict:
@@ -330,8 +359,8 @@ class State:
                 if kind in move:
                     return move
         step = _first_melding_step(moves)
-        t = self.s["t"]
-        opens = not t["opening"] or t["halves"] >= OPENING_HALVES
+        t = self.t
+        opens = not t.opening or t.halves >= OPENING_HALVES
         if step is not None and (opens or self._melding_opens(seat)):
             return step
         discards = [m["discard"]["card"] for m in moves if "discard" in m]
@@ -342,13 +371,13 @@ class State:
 
     def _melding_opens(self, seat: int) -> bool:
         """Does the timeout policy's melding, played out from here on a copy, reach 7.5?"""
-        trial = type(self)(_copy_state(self.s))
+        trial = self.from_dict(self.to_dict())
         while True:
             step = _first_melding_step(trial.legal_moves(seat))
             if step is None:
-                return trial.s["t"]["halves"] >= OPENING_HALVES
+                return trial.t.halves >= OPENING_HALVES
             trial.apply(seat, step)
-            if trial.s["t"]["halves"] >= OPENING_HALVES:
+            if trial.t.halves >= OPENING_HALVES:
                 return True
 
     # ---- moves ----
@@ -364,12 +393,12 @@ class State:
     def _validate(self, seat: int, kind: str, b: JsonDict) -> Meld | None:
         """Raise unless ``seat`` may make this move now; mutates nothing. A melding step's
         result: the new meld (no side yet) or the grown one."""
-        s = self.s
-        phase = s["phase"]
-        in_turn = phase in ("draw", "play") and seat == s["turn"]
+        s = self
+        phase = s.phase
+        in_turn = phase in ("draw", "play") and seat == s.turn
         if not in_turn and seat not in self.active_seats():
             raise NotYourTurn(seat)
-        if kind == "add_to_meld" and b["meld"] >= len(s["melds"]):
+        if kind == "add_to_meld" and b["meld"] >= len(s.melds):
             raise MalformedMove("move.add_to_meld.meld", f"there is no meld {b['meld']}")
         if phase == "bidding":
             if kind != "bid":
@@ -381,23 +410,23 @@ class State:
             raise RuleViolation("draw_first", "start your turn by drawing or taking the discard pile")
         if phase == "play" and kind in ("draw", "take_pile"):
             raise RuleViolation("already_drew", "you have already drawn this turn")
-        t = s["t"]
-        hand = s["hands"][seat]
+        t = s.t
+        hand = s.hands[seat]
         side = self.side(seat)
         if kind == "draw":
             return None
         if kind == "take_pile":
-            if not s["discard"]:
+            if not s.discard:
                 raise RuleViolation("pile_empty", "the discard pile is empty")
-            if t["no_take"]:
+            if t.no_take:
                 raise RuleViolation("pile_given_back", "you gave the discard pile back this turn: draw")
             if self._take is None:
-                self._take = self._top_meldable(seat, s["discard"][-1])
+                self._take = self._top_meldable(seat, s.discard[-1])
             if not self._take:
                 raise RuleViolation(
                     "take_pile_meld_top",
                     f"you may take the discard pile only if you can meld its top card "
-                    f"({name(s['discard'][-1])}) this turn",
+                    f"({name(s.discard[-1])}) this turn",
                 )
             return None
         if kind == "take_back":
@@ -407,18 +436,18 @@ class State:
         if kind == "discard":
             card = b["card"]
             self._check_in_hand(seat, card, "discard")
-            if t["top"] >= 0 and t["top"] in hand:
+            if t.top >= 0 and t.top in hand:
                 raise RuleViolation(
                     "meld_top_card",
-                    f"the top card of the discard pile you took ({name(t['top'])}) must be melded this "
+                    f"the top card of the discard pile you took ({name(t.top)}) must be melded this "
                     "turn before you discard",
                 )
-            self._check_opening(t["halves"])
+            self._check_opening(t.halves)
             if len(hand) == 1:
                 self._check_exit([m for _, m, _ in self._side_melds(side)], side, 0, True)
             return None
         # lay_meld / add_to_meld
-        if t["closed"]:
+        if t.closed:
             raise RuleViolation("melding_closed", "you took back your melds: discard to end your turn")
         if kind == "lay_meld":
             cards = b["cards"]
@@ -434,12 +463,12 @@ class State:
                 after = [m for _, m, _ in self._side_melds(side)] + [meld]
                 self._check_exit(after, side, left, False)
                 if left == 0:
-                    self._check_opening(t["halves"] + sum(half_points(c) for c in cards))
+                    self._check_opening(t.halves + sum(half_points(c) for c in cards))
             return meld
         else:
             index, card = b["meld"], b["card"]
             self._check_in_hand(seat, card, "add_to_meld")
-            meld = s["melds"][index]
+            meld = s.melds[index]
             if meld["side"] != side:
                 raise RuleViolation("own_side_melds", "you may add cards only to your own side's melds")
             if meld["kind"] == "ace_set":
@@ -457,30 +486,30 @@ class State:
                 after = [grown if i == index else m for i, m, _ in self._side_melds(side)]
                 self._check_exit(after, side, left, False)
                 if left == 0:
-                    self._check_opening(t["halves"] + half_points(card))
+                    self._check_opening(t.halves + half_points(card))
             return grown
 
     def _can_take_back(self) -> bool:
-        t = self.s["t"]
-        return t["undo"] is not None and not t["closed"] and (t["melded"] or t["pile_taken"])
+        t = self.t
+        return t.undo is not None and not t.closed and (t.melded or t.pile_taken)
 
     def _check_in_hand(self, seat: int, card: int, kind: str) -> None:
-        if card not in self.s["hands"][seat]:
+        if card not in self.hands[seat]:
             raise RuleViolation("not_in_hand", f"card {card} ({name(card)}) is not in your hand")
-        if kind != "discard" and card in self.s["t"]["locked"]:
+        if kind != "discard" and card in self.t.locked:
             raise RuleViolation(
                 "pile_cards_locked",
                 f"{name(card)} came with the discard pile you took: it can be melded from your next turn",
             )
 
     def _check_ace_set(self, seat: int) -> None:
-        if self.s["scores"][seat] <= THRESHOLD:
+        if self.totals[seat] <= THRESHOLD:
             raise RuleViolation(
                 "ace_set_1500", "ace-sets are allowed only to a player whose own score is above 1500"
             )
 
     def _check_opening(self, halves: int) -> None:
-        if self.s["t"]["opening"] and 0 < halves < OPENING_HALVES:
+        if self.t.opening and 0 < halves < OPENING_HALVES:
             raise RuleViolation(
                 "going_down_7_5",
                 f"above 1500 your side goes down with at least 7.5 points melded in one turn "
@@ -490,7 +519,7 @@ class State:
     def _check_exit(self, side_melds: list[JsonDict], side: str, left: int, by_discard: bool) -> None:
         """Refuse a step that leaves ``left`` (0 or 1) cards when the hand could not legally empty."""
         biribas = [m for m in side_melds if is_biriba(m)]
-        waiting = self.s["more_state"][side] == "waiting"
+        waiting = self.more_state[side] == "waiting"
         pickup = bool(biribas) and waiting
         out = not waiting and any(is_dirty(m) for m in biribas) and any(not is_dirty(m) for m in biribas)
         if left == 0 and not by_discard and not pickup:
@@ -511,12 +540,12 @@ class State:
 
     def _top_meldable(self, seat: int, top: int) -> bool:
         """Does some legal continuation of the turn meld ``top`` and end with a discard?"""
-        s = self.s
+        s = self
         side = self.side(seat)
         side_melds = self._side_melds(side)
         melds = [m for _, m, _ in side_melds]
-        hand = s["hands"][seat]
-        if lone_card(top, self._table(seat), melds, s["scores"][seat] > THRESHOLD):
+        hand = s.hands[seat]
+        if lone_card(top, self._table(seat), melds, s.totals[seat] > THRESHOLD):
             return False  # the common case, decided on the hand alone
         counts = [0] * take.IDENTS
         for x in map(take.IDENT.__getitem__, hand):
@@ -526,10 +555,10 @@ class State:
             counts=counts,
             top=take.ident(top),
             melds=melds,
-            ace_ok=s["scores"][seat] > THRESHOLD,
-            need=OPENING_HALVES if s["t"]["opening"] else 0,
-            locked=len(s["discard"]) - 1,
-            pile_waiting=s["more_state"][side] == "waiting",
+            ace_ok=s.totals[seat] > THRESHOLD,
+            need=OPENING_HALVES if s.t.opening else 0,
+            locked=len(s.discard) - 1,
+            pile_waiting=s.more_state[side] == "waiting",
             clean=[facts.wild < 0 for _, _, facts in side_melds],
         )
         return take.can_take(problem)
@@ -537,25 +566,25 @@ class State:
     # ---- applying (validated moves only) ----
 
     def _do_bid(self, seat: int, b: JsonDict) -> list[Event]:
-        s = self.s
-        s["bids"][seat] = b["amount"]
+        s = self
+        s.bids[seat] = b["amount"]
         events = [Event({"bid_placed": {"seat": seat}})]
-        if min(s["bids"]) < 0:
+        if min(s.bids) < 0:
             return events
-        high = max(s["bids"])
-        left = (s["dealer"] + 1) % PLAYERS
-        solo = next(p for p in _clockwise(left) if s["bids"][p] == high)
+        high = max(s.bids)
+        left = (s.dealer + 1) % PLAYERS
+        solo = next(p for p in _clockwise(left) if s.bids[p] == high)
         for p in range(PLAYERS):
-            s["scores"][p] += -2 * high if p == solo else high
-        s["revealed_bids"] = list(s["bids"])
+            s.totals[p] += -2 * high if p == solo else high
+        s.revealed_bids = list(s.bids)
         events.append(
             Event(
                 {
                     "bids_revealed": {
-                        "bids": list(s["bids"]),
+                        "bids": list(s.bids),
                         "solo": solo,
                         "payment": high,
-                        "scores": list(s["scores"]),
+                        "scores": list(s.totals),
                     }
                 }
             )
@@ -563,86 +592,88 @@ class State:
         return events + self._deal(solo)
 
     def _do_draw(self, seat: int, b: JsonDict) -> list[Event]:
-        s = self.s
-        card = s["draw"].pop()
-        s["hands"][seat].append(card)
+        s = self
+        card = s.draw.pop()
+        s.hands[seat].append(card)
         self._hand_gained(seat, card)
-        s["phase"] = "play"
+        s.phase = "play"
         # melds are never changed in place (a grown meld is a new dict): a list copy will do
-        s["t"]["undo"] = {"hand": list(s["hands"][seat]), "melds": list(s["melds"]), "discard": None}
+        s.t.undo = Undo(hand=list(s.hands[seat]), melds=list(s.melds), discard=None)
         return [
             Event({"card_drawn": {"seat": seat}}),
             Event({"drew_card": {"card": card_dict(card)}}, to=(seat,)),
         ]
 
     def _do_take_pile(self, seat: int, b: JsonDict) -> list[Event]:
-        s, t = self.s, self.s["t"]
-        pile = s["discard"]
-        hand = list(s["hands"][seat])
-        t["undo"] = {"hand": hand, "melds": list(s["melds"]), "discard": list(pile)}
-        t["top"], t["locked"], t["pile_taken"] = pile[-1], pile[:-1], True
-        s["hands"][seat].extend(pile)
+        s, t = self, self.t
+        pile = s.discard
+        hand = list(s.hands[seat])
+        t.undo = Undo(hand=hand, melds=list(s.melds), discard=list(pile))
+        t.top, t.locked, t.pile_taken = pile[-1], pile[:-1], True
+        s.hands[seat].extend(pile)
         self._hand_gained(seat, pile[-1])  # the rest is locked
-        s["discard"] = []
-        s["phase"] = "play"
+        s.discard = []
+        s.phase = "play"
         return [Event({"pile_taken": {"seat": seat, "cards": [card_dict(c) for c in pile]}})]
 
     def _do_lay_meld(self, seat: int, b: JsonDict, meld: Meld) -> list[Event]:
-        s = self.s
+        s = self
         meld["side"] = self.side(seat)
         for card in b["cards"]:
-            s["hands"][seat].remove(card)
+            s.hands[seat].remove(card)
             self._hand_lost(seat, card)
-        self._place_meld(len(s["melds"]), meld)
+        self._place_meld(len(s.melds), meld)
         self._melded(b["cards"])
-        events = [Event({"meld_laid": {"seat": seat, "meld": self._meld_view(len(s["melds"]) - 1)}})]
+        events = [Event({"meld_laid": {"seat": seat, "meld": self._meld_view(len(s.melds) - 1)}})]
         return events + self._maybe_pickup(seat)
 
     def _do_add_to_meld(self, seat: int, b: JsonDict, grown: Meld) -> list[Event]:
-        s = self.s
+        s = self
         index, card = b["meld"], b["card"]
         self._place_meld(index, grown)
-        s["hands"][seat].remove(card)
+        s.hands[seat].remove(card)
         self._hand_lost(seat, card)
         self._melded([card])
         body = {"seat": seat, "card": card_dict(card), "low_end": b["low_end"]}
         return [Event({"card_added": {**body, "meld": self._meld_view(index)}}), *self._maybe_pickup(seat)]
 
     def _melded(self, cards: list[int]) -> None:
-        t = self.s["t"]
-        t["melded"] = True
-        t["halves"] += sum(half_points(c) for c in cards)
+        t = self.t
+        t.melded = True
+        t.halves += sum(half_points(c) for c in cards)
 
     def _maybe_pickup(self, seat: int) -> list[Event]:
         """An emptied hand (validated: the side may) takes the side's More pile."""
-        s = self.s
-        if s["hands"][seat]:
+        s = self
+        if s.hands[seat]:
             return []
         side = self.side(seat)
-        pile = s["more"][side]
-        s["hands"][seat] = pile
+        pile = s.more[side]
+        s.hands[seat] = pile
         self._tables[seat] = None
-        s["more"][side] = []
-        s["more_state"][side] = "taken"
-        s["t"]["undo"] = None  # hidden cards seen: this turn's melds are final
+        s.more[side] = []
+        s.more_state[side] = "taken"
+        s.t.undo = None  # hidden cards seen: this turn's melds are final
         return [
             Event({"more_pile_taken": {"seat": seat, "side": ROLES[side], "count": len(pile)}}),
             Event({"more_pile_cards": {"cards": [card_dict(c) for c in pile]}}, to=(seat,)),
         ]
 
     def _do_take_back(self, seat: int, b: JsonDict) -> list[Event]:
-        s, t = self.s, self.s["t"]
-        undo = t["undo"]
-        returned = [c for c in undo["hand"] if c not in s["hands"][seat]]
-        s["hands"][seat] = list(undo["hand"])
+        s, t = self, self.t
+        undo = t.undo
+        assert undo is not None  # _validate: _can_take_back
+        held = set(s.hands[seat])
+        returned = [c for c in undo.hand if c not in held]
+        s.hands[seat] = list(undo.hand)
         self._tables[seat] = None
-        s["melds"] = undo["melds"]
-        pile_returned = undo["discard"] is not None
-        if pile_returned:
-            s["discard"] = list(undo["discard"])
-            s["phase"] = "draw"
-            t.update(top=-1, locked=[], pile_taken=False, no_take=True)
-        t.update(halves=0, melded=False, undo=None, closed=True)
+        s.melds = undo.melds
+        pile_returned = undo.discard is not None
+        if undo.discard is not None:
+            s.discard = list(undo.discard)
+            s.phase = "draw"
+            t.top, t.locked, t.pile_taken, t.no_take = -1, [], False, True
+        t.halves, t.melded, t.undo, t.closed = 0, False, None, True
         return [
             Event(
                 {
@@ -656,18 +687,18 @@ class State:
         ]
 
     def _do_discard(self, seat: int, b: JsonDict) -> list[Event]:
-        s = self.s
+        s = self
         card = b["card"]
-        hand = s["hands"][seat]
+        hand = s.hands[seat]
         hand.remove(card)
-        if s["t"]["locked"]:  # they can be melded from the next turn on
+        if s.t.locked:  # they can be melded from the next turn on
             self._tables[seat] = None
         else:
             self._hand_lost(seat, card)
-        s["discard"].append(card)
+        s.discard.append(card)
         self._went_down(seat)
         side = self.side(seat)
-        went_out = not hand and s["more_state"][side] != "waiting"
+        went_out = not hand and s.more_state[side] != "waiting"
         events = [Event({"discarded": {"seat": seat, "card": card_dict(card), "went_out": went_out}})]
         if went_out:
             return events + self._end_round(seat)
@@ -677,107 +708,105 @@ class State:
     # ---- turns and rounds ----
 
     def _next_turn(self) -> list[Event]:
-        s = self.s
+        s = self
         events: list[Event] = []
-        if not s["draw"]:
-            waiting = [side for side in ("pair", "solo") if s["more_state"][side] == "waiting"]
+        if not s.draw:
+            waiting = [side for side in ("pair", "solo") if s.more_state[side] == "waiting"]
             if not waiting:
                 return self._end_round(-1)
             if len(waiting) == 2:
-                cards = s["more"]["pair"] + s["more"]["solo"]
-                rng(s["seed"], "refill", s["round"]).shuffle(cards)
+                cards = s.more["pair"] + s.more["solo"]
+                rng(s.seed, "refill", s.round).shuffle(cards)
                 source = "REFILL_BOTH_MORE_PILES"
             else:
-                cards = s["more"][waiting[0]]
+                cards = s.more[waiting[0]]
                 source = f"REFILL_{waiting[0].upper()}_MORE_PILE"
             for side in waiting:
-                s["more"][side] = []
-                s["more_state"][side] = "drawn"
-            s["draw"] = cards
+                s.more[side] = []
+                s.more_state[side] = "drawn"
+            s.draw = cards
             events.append(Event({"draw_pile_refilled": {"source": source, "size": len(cards)}}))
-        s["turn"] = (s["turn"] + 1) % PLAYERS
+        s.turn = (s.turn + 1) % PLAYERS
         self._begin_turn()
         return events
 
     def _begin_turn(self) -> None:
-        s = self.s
-        s["phase"] = "draw"
-        s["t"] = _fresh_turn(self.minimum_binds(s["turn"]))
+        s = self
+        s.phase = "draw"
+        s.t = Turn(opening=self.minimum_binds(s.turn))
 
     def minimum_binds(self, seat: int) -> bool:
         """The 7.5 going-down minimum binds ``seat``: above 1500, not down, and nobody of his side
         has gone down with at least 7.5 (a partner who went down with less exempts nobody)."""
-        s = self.s
-        return s["scores"][seat] > THRESHOLD and not s["down"][seat] and not s["exempt"][self.side(seat)]
+        s = self
+        return s.totals[seat] > THRESHOLD and not s.down[seat] and not s.exempt[self.side(seat)]
 
     def _went_down(self, seat: int) -> None:
         """Record the end of a turn: a first melding turn is the seat's going down."""
-        s, t = self.s, self.s["t"]
-        if t["melded"] and not s["down"][seat]:
-            s["down"][seat] = True
-            if t["halves"] >= OPENING_HALVES:
-                s["exempt"][self.side(seat)] = True
+        s, t = self, self.t
+        if t.melded and not s.down[seat]:
+            s.down[seat] = True
+            if t.halves >= OPENING_HALVES:
+                s.exempt[self.side(seat)] = True
 
     def _start_round(self) -> list[Event]:
-        s = self.s
-        s["round"] += 1
+        s = self
+        s.round += 1
         self._tables = [None] * PLAYERS
-        if s["round"] > 1:
-            s["dealer"] = (s["dealer"] + 1) % PLAYERS
-        s.update(
-            solo=-1,
-            bids=[-1] * PLAYERS,
-            revealed_bids=[],
-            hands=[[] for _ in range(PLAYERS)],
-            draw=[],
-            discard=[],
-            more={"pair": [], "solo": []},
-            more_state={"pair": "waiting", "solo": "waiting"},
-            melds=[],
-            down=[False] * PLAYERS,
-            exempt={"pair": False, "solo": False},
-            turn=(s["dealer"] + 1) % PLAYERS,
-            t=_fresh_turn(False),
-        )
-        bidding = s["options"]["bid_for_solo"]
-        events = [Event({"round_started": {"round": s["round"], "dealer": s["dealer"], "bidding": bidding}})]
+        if s.round > 1:
+            s.dealer = (s.dealer + 1) % PLAYERS
+        s.solo = -1
+        s.bids = [-1] * PLAYERS
+        s.revealed_bids = []
+        s.hands = [[] for _ in range(PLAYERS)]
+        s.draw = []
+        s.discard = []
+        s.more = {"pair": [], "solo": []}
+        s.more_state = {"pair": "waiting", "solo": "waiting"}
+        s.melds = []
+        s.down = [False] * PLAYERS
+        s.exempt = {"pair": False, "solo": False}
+        s.turn = (s.dealer + 1) % PLAYERS
+        s.t = Turn()
+        bidding = s.options.bid_for_solo
+        events = [Event({"round_started": {"round": s.round, "dealer": s.dealer, "bidding": bidding}})]
         if bidding:
-            s["phase"] = "bidding"
+            s.phase = "bidding"
             return events
         return events + self._deal(self._choose_solo())
 
     def _choose_solo(self) -> int:
         """Lowest score; then Solo least recently; then clockwise from the dealer's left; cap of 2."""
-        s = self.s
-        history = s["solo_history"]
-        left = (s["dealer"] + 1) % PLAYERS
+        s = self
+        history = s.solo_history
+        left = (s.dealer + 1) % PLAYERS
 
         def last_solo(p: int) -> int:
             return max((i for i, solo in enumerate(history) if solo == p), default=-1)
 
-        order = sorted(range(PLAYERS), key=lambda p: (s["scores"][p], last_solo(p), (p - left) % PLAYERS))
+        order = sorted(range(PLAYERS), key=lambda p: (s.totals[p], last_solo(p), (p - left) % PLAYERS))
         if len(history) >= 2 and history[-1] == history[-2] == order[0]:
             return order[1]
         return order[0]
 
     def _deal(self, solo: int) -> list[Event]:
-        s = self.s
-        s["solo"] = solo
-        s["solo_history"].append(solo)
+        s = self
+        s.solo = solo
+        s.solo_history.append(solo)
         self._tables = [None] * PLAYERS  # the hands are dealt again
         deck = list(range(DECK_SIZE))
-        rng(s["seed"], "deal", s["round"]).shuffle(deck)
-        left = (s["dealer"] + 1) % PLAYERS
+        rng(s.seed, "deal", s.round).shuffle(deck)
+        left = (s.dealer + 1) % PLAYERS
         for i, p in enumerate(_clockwise(left)):
-            s["hands"][p] = deck[i * HAND_SIZE : (i + 1) * HAND_SIZE]
+            s.hands[p] = deck[i * HAND_SIZE : (i + 1) * HAND_SIZE]
         base = PLAYERS * HAND_SIZE
-        s["more"] = {
+        s.more = {
             "pair": deck[base : base + MORE_PILE_SIZE],
             "solo": deck[base + MORE_PILE_SIZE : base + 2 * MORE_PILE_SIZE],
         }
-        s["draw"] = deck[base + 2 * MORE_PILE_SIZE :]
-        s["discard"] = [s["draw"].pop()]
-        s["turn"] = left
+        s.draw = deck[base + 2 * MORE_PILE_SIZE :]
+        s.discard = [s.draw.pop()]
+        s.turn = left
         self._begin_turn()
         roles = [ROLES[self.side(p)] for p in range(PLAYERS)]
         events = [
@@ -786,76 +815,77 @@ class State:
                 {
                     "dealt": {
                         "hand_sizes": [HAND_SIZE] * PLAYERS,
-                        "draw_pile_size": len(s["draw"]),
+                        "draw_pile_size": len(s.draw),
                         "more_pile_size": MORE_PILE_SIZE,
-                        "discard": card_dict(s["discard"][-1]),
+                        "discard": card_dict(s.discard[-1]),
                     }
                 }
             ),
         ]
         for p in range(PLAYERS):
-            events.append(Event({"hand_dealt": {"cards": [card_dict(c) for c in s["hands"][p]]}}, to=(p,)))
+            events.append(Event({"hand_dealt": {"cards": [card_dict(c) for c in s.hands[p]]}}, to=(p,)))
         return events
 
     def round_result(self, went_out: int) -> JsonDict:
         """Score the round as it stands (``went_out``: the seat that went out, -1 for none)."""
-        return score_round(self.s, went_out)
+        return score_round(self, went_out)
 
     def _end_round(self, went_out: int) -> list[Event]:
-        s = self.s
+        s = self
         result = self.round_result(went_out)
-        s["scores"] = list(result["totals"])
-        s["rounds"].append(result)
-        s["t"] = _fresh_turn(False)
+        s.totals = list(result["totals"])
+        s.rounds.append(result)
+        s.t = Turn()
         events = [Event({"round_ended": {"result": result}})]
-        limit = s["options"]["max_rounds"]
-        if max(s["scores"]) >= TARGET or (limit and s["round"] >= limit):
-            s["phase"] = "over"
-            s["winners"] = match_winners(s["scores"], went_out)
+        limit = s.options.max_rounds
+        if max(s.totals) >= TARGET or (limit and s.round >= limit):
+            s.phase = "over"
+            s.winner_seats = match_winners(s.totals, went_out)
             return events
         return events + self._start_round()
 
     # ---- the observer ----
 
     def _meld_view(self, index: int) -> JsonDict:
-        return meld_view(self.s["melds"][index], index)
+        return meld_view(self.melds[index], index)
 
     def view(self, seat: int | None) -> JsonDict:
-        s, t = self.s, self.s["t"]
-        own = seat is not None and 0 <= seat < PLAYERS
-        dealt = s["solo"] >= 0
-        turn_hand = s["hands"][s["turn"]]
+        s, t = self, self.t
+        me = seat if seat is not None and 0 <= seat < PLAYERS else -1  # -1: a spectator
+        own = me >= 0
+        dealt = s.solo >= 0
+        turn_hand = s.hands[s.turn]
         return {
-            "phase": PHASES[s["phase"]],
-            "round": s["round"],
-            "dealer": s["dealer"],
+            "phase": PHASES[s.phase],
+            "round": s.round,
+            "dealer": s.dealer,
             "roles": [ROLES[self.side(p)] if dealt else "ROLE_UNSPECIFIED" for p in range(PLAYERS)],
-            "scores": list(s["scores"]),
-            "turn": s["turn"],
-            "hand": [card_dict(c) for c in sorted(s["hands"][seat], key=_sort_key)] if own else [],
-            "hand_sizes": [len(h) for h in s["hands"]],
-            "melds": [self._meld_view(i) for i in range(len(s["melds"]))],
-            "discard_pile": [card_dict(c) for c in s["discard"]],
-            "draw_pile_size": len(s["draw"]),
-            "pair_more_pile": PILE_STATES[s["more_state"]["pair"]],
-            "pair_more_pile_size": len(s["more"]["pair"]),
-            "solo_more_pile": PILE_STATES[s["more_state"]["solo"]],
-            "solo_more_pile_size": len(s["more"]["solo"]),
-            "solo_history": list(s["solo_history"]),
-            "must_meld_top": t["top"] >= 0 and t["top"] in turn_hand,
-            "top_card": max(t["top"], 0),
-            "locked_cards": list(t["locked"]),
-            "opening": t["opening"],
-            "opening_half_points": t["halves"],
+            "scores": list(s.totals),
+            "turn": s.turn,
+            "hand": [card_dict(c) for c in sorted(s.hands[me], key=_sort_key)] if own else [],
+            "hand_sizes": [len(h) for h in s.hands],
+            "melds": [self._meld_view(i) for i in range(len(s.melds))],
+            "discard_pile": [card_dict(c) for c in s.discard],
+            "draw_pile_size": len(s.draw),
+            "pair_more_pile": PILE_STATES[s.more_state["pair"]],
+            "pair_more_pile_size": len(s.more["pair"]),
+            "solo_more_pile": PILE_STATES[s.more_state["solo"]],
+            "solo_more_pile_size": len(s.more["solo"]),
+            "solo_history": list(s.solo_history),
+            "must_meld_top": t.top >= 0 and t.top in turn_hand,
+            "top_card": max(t.top, 0),
+            "locked_cards": list(t.locked),
+            "opening": t.opening,
+            "opening_half_points": t.halves,
             "minimum_binds": [dealt and self.minimum_binds(p) for p in range(PLAYERS)],
             "can_take_back": self._can_take_back(),
-            "melding_closed": t["closed"],
-            "bid_made": [b >= 0 for b in s["bids"]] if s["options"]["bid_for_solo"] else [],
-            "bids": list(s["revealed_bids"]),
-            "my_bid": s["bids"][seat] if own else -1,
-            "rounds": _copy_rounds(s["rounds"]),
-            "bid_for_solo": s["options"]["bid_for_solo"],
-            "max_rounds": s["options"]["max_rounds"],
+            "melding_closed": t.closed,
+            "bid_made": [b >= 0 for b in s.bids] if s.options.bid_for_solo else [],
+            "bids": list(s.revealed_bids),
+            "my_bid": s.bids[me] if own else -1,
+            "rounds": _copy_rounds(s.rounds),
+            "bid_for_solo": s.options.bid_for_solo,
+            "max_rounds": s.options.max_rounds,
             "target_score": TARGET,
         }
 
@@ -873,34 +903,6 @@ _MELD_MESSAGES = {
 def _copy_rounds(rounds: list[JsonDict]) -> list[JsonDict]:
     """A deep copy of the round results (``score_round``'s fixed shape)."""
     return [{**r, "seats": [seat.copy() for seat in r["seats"]], "totals": r["totals"][:]} for r in rounds]
-
-
-def _copy_melds(melds: list[JsonDict]) -> list[JsonDict]:
-    return [{**m, "cards": m["cards"][:]} for m in melds]
-
-
-def _copy_state(d: JsonDict) -> JsonDict:
-    """A deep copy of a state dict, field by field (the state's shape is fixed)."""
-    out = dict(d)
-    for key in ("scores", "solo_history", "bids", "revealed_bids", "draw", "discard", "down", "winners"):
-        out[key] = d[key][:]
-    out["options"] = dict(d["options"])
-    out["hands"] = [h[:] for h in d["hands"]]
-    out["more"] = {side: cards[:] for side, cards in d["more"].items()}
-    out["more_state"] = dict(d["more_state"])
-    out["exempt"] = dict(d["exempt"])
-    out["melds"] = _copy_melds(d["melds"])
-    out["rounds"] = _copy_rounds(d["rounds"])
-    t = out["t"] = dict(d["t"])
-    t["locked"] = t["locked"][:]
-    undo = t["undo"]
-    if undo is not None:
-        t["undo"] = {
-            "hand": undo["hand"][:],
-            "melds": _copy_melds(undo["melds"]),
-            "discard": None if undo["discard"] is None else undo["discard"][:],
-        }
-    return out
 
 
 _PLACE = {"lay_meld": State._do_lay_meld, "add_to_meld": State._do_add_to_meld}  # with the validated meld

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from services.engine import JsonDict
 from services.more.cards import biriba_bonus, meld_points, points
+
+if TYPE_CHECKING:
+    from services.more.rules import State
 
 PLAYERS = 3
 GO_OUT_BONUS = 100
@@ -11,8 +16,8 @@ MORE_PENALTY = 100
 SOLO_BONUS = 150
 
 
-def score_round(s: JsonDict, went_out: int) -> JsonDict:
-    """The RoundResult of the table in state dict ``s`` (``went_out``: that seat went out, -1 for none).
+def score_round(s: State, went_out: int) -> JsonDict:
+    """The RoundResult of the table in state ``s`` (``went_out``: that seat went out, -1 for none).
 
     Per seat: the side's pooled meld points and biriba bonuses, +100 to the one who went out, minus
     the seat's own hand, -100 if the side's More pile was never taken; the Solo's net then goes
@@ -20,13 +25,13 @@ def score_round(s: JsonDict, went_out: int) -> JsonDict:
     """
     seats = []
     for p in range(PLAYERS):
-        side = "solo" if p == s["solo"] else "pair"
-        side_melds = [m for m in s["melds"] if m["side"] == side]
+        side = "solo" if p == s.solo else "pair"
+        side_melds = [m for m in s.melds if m["side"] == side]
         melded = sum(meld_points(m) for m in side_melds)
         bonus = sum(biriba_bonus(m) for m in side_melds)
         go_out = GO_OUT_BONUS if went_out == p else 0
-        hand = sum(points(c) for c in s["hands"][p])
-        penalty = MORE_PENALTY if s["more_state"][side] != "taken" else 0
+        hand = sum(points(c) for c in s.hands[p])
+        penalty = MORE_PENALTY if s.more_state[side] != "taken" else 0
         if side == "solo":
             total, multiplied = solo_score(melded + bonus + go_out - hand, penalty)
             solo_bonus = SOLO_BONUS if went_out == p else 0
@@ -46,12 +51,12 @@ def score_round(s: JsonDict, went_out: int) -> JsonDict:
             }
         )
     return {
-        "round": s["round"],
+        "round": s.round,
         "end": "ROUND_END_WENT_OUT" if went_out >= 0 else "ROUND_END_EXHAUSTED",
         "went_out": went_out,
-        "solo": s["solo"],
+        "solo": s.solo,
         "seats": seats,
-        "totals": [s["scores"][p] + seats[p]["total"] for p in range(PLAYERS)],
+        "totals": [s.totals[p] + seats[p]["total"] for p in range(PLAYERS)],
     }
 
 
