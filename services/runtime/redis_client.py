@@ -29,6 +29,8 @@ from redis.asyncio.connection import ConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 RedisClient = aioredis.Redis | aioredis.RedisCluster
 
@@ -44,6 +46,8 @@ MAX_CONNECTIONS = 512
 # once; those left idle this long are closed, all but the few most recently used.
 IDLE_CLOSE_S = 5.0
 KEEP_IDLE = 2
+# Idle connections ``IdleClosingPool.quick`` keeps for the next commands.
+QUICK_KEPT = 32
 
 
 class RedisUrlError(ValueError):
@@ -110,6 +114,43 @@ class IdleClosingPool(ConnectionPool):
         super().__init__(*args, **kwargs)
         self._released_at: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._closer: asyncio.Task[None] | None = None
+        # Connections of ``quick`` alone, idle, most recently used last.
+        self._quick: list[Any] = []
+
+    async def quick(self, *args: Any, timeout_s: float = SOCKET_TIMEOUT_S) -> Any:
+        """One command, sent and answered on a connection kept for this alone, under one
+        timeout: the hot path (a move's Lua commit) without the pool's per-command work
+        (its lock, connection checks and metrics hooks) nor a task per write. A connection
+        error is raised as redis-py raises it, with nothing retried: the caller knows whether
+        its command is safe to send again. An error reply leaves the connection usable;
+        anything else (a timeout, a cancellation) closes it, since its reply may still come."""
+        if self._quick:
+            connection = self._quick.pop()
+        else:
+            # No socket timeout of its own: the one below covers the write and the reply.
+            connection = self.connection_class(**{**self.connection_kwargs, "socket_timeout": None})
+        try:
+            async with asyncio.timeout(timeout_s):
+                await connection.send_command(*args, check_health=False)
+                reply = await connection.read_response()
+        except ResponseError:
+            self._keep_quick(connection)
+            raise
+        except TimeoutError:
+            await connection.disconnect(nowait=True)
+            raise RedisTimeoutError(f"no reply from Redis within {timeout_s} s") from None
+        except BaseException:
+            await connection.disconnect(nowait=True)
+            raise
+        self._keep_quick(connection)
+        return reply
+
+    def _keep_quick(self, connection: Any) -> None:
+        if len(self._quick) < QUICK_KEPT:
+            self._quick.append(connection)
+        else:
+            # Past a burst: the spare connection goes (its socket closes with it).
+            asyncio.get_running_loop().create_task(connection.disconnect())
 
     async def release(self, connection: Any) -> None:
         await super().release(connection)
@@ -134,6 +175,9 @@ class IdleClosingPool(ConnectionPool):
     async def disconnect(self, inuse_connections: bool = True) -> None:
         if self._closer is not None:
             self._closer.cancel()
+        quick, self._quick = self._quick, []
+        for connection in quick:
+            await connection.disconnect()
         await super().disconnect(inuse_connections)
 
 

@@ -1,0 +1,56 @@
+"""The Redis pool's quick lane (services/runtime/redis_client.py: IdleClosingPool.quick),
+which carries a move's commit on one Redis: a reply never goes to the wrong command, a
+connection whose reply may still come is closed, and a commit whose connection was lost
+still lands exactly once (real redis-server)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+from redis.exceptions import NoScriptError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from services.runtime.redis_client import connect
+
+
+@pytest.fixture
+async def pool(redis_url):
+    client = connect(redis_url)
+    yield client.connection_pool
+    await client.aclose()
+
+
+async def test_an_error_reply_leaves_the_connection_in_use(pool):
+    assert await pool.quick("PING") == b"PONG"
+    with pytest.raises(NoScriptError):
+        await pool.quick("EVALSHA", "0" * 40, 0)
+    assert await pool.quick("PING") == b"PONG"
+    assert len(pool._quick) == 1  # one connection served all three
+
+
+async def test_a_command_past_its_timeout_fails_and_its_connection_is_dropped(pool):
+    key = f"quick-{uuid.uuid4()}"
+    with pytest.raises(RedisTimeoutError, match="within 0.2 s"):
+        await pool.quick("BLPOP", key, 5, timeout_s=0.2)
+    assert pool._quick == []
+    # Had the blocked connection been kept, the BLPOP still waiting on it would take this.
+    await pool.quick("RPUSH", key, "kept")
+    assert await pool.quick("LPOP", key) == b"kept"
+
+
+async def test_a_cancelled_command_does_not_leave_its_reply_to_the_next(pool, redis_client):
+    key = f"quick-{uuid.uuid4()}"
+    waiting = asyncio.create_task(pool.quick("BLPOP", key, 5))
+    while not await _blocked_clients(redis_client):
+        await asyncio.sleep(0.01)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    await redis_client.rpush(key, "kept")
+    assert await pool.quick("LPOP", key) == b"kept"
+
+
+async def _blocked_clients(redis_client) -> int:
+    return int((await redis_client.info("clients"))["blocked_clients"])
