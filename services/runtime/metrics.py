@@ -88,7 +88,13 @@ def watch_count(service: str) -> WatchCount:
 
 def redis_command_seconds(name: str, seconds: float) -> None:
     """A command sent past the instrumented client (the commit's quick lane)."""
-    REDIS_SECONDS.labels(command=name).observe(seconds)
+    histogram = _redis_histograms.get(name)
+    if histogram is None:
+        histogram = _redis_histograms[name] = REDIS_SECONDS.labels(command=name)
+    histogram.observe(seconds)
+
+
+_redis_histograms: dict[str, Any] = {}
 
 
 def _timed(name: str, send: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:

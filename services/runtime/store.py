@@ -40,6 +40,7 @@ log = structlog.get_logger("store")
 # separators; ~0.65 of the bytes) and faster to make and read. JSON written before still
 # reads (a JSON document starts with "{", a MessagePack map or array never does).
 _pack = msgspec.msgpack.Encoder().encode
+_json = msgspec.json.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 
 # Commits per archived chunk, and how many of the latest stay in the tail after one is
@@ -362,7 +363,7 @@ class MatchStore:
             StoredCommit.of(events, answer) if events else "",
             events[-1].stream_id if events else "",
             feed.maxlen if feed is not None else 0,
-            json.dumps(feed_fields, separators=(",", ":")) if in_commit else "",
+            _json(feed_fields) if in_commit else b"",
             chunk,
             first,
         ]
