@@ -13,7 +13,7 @@ from google.protobuf import json_format
 
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime.codec import _json_format_dict, from_dict, generated_modules, to_dict
-from services.runtime.store import MatchRecord, StoredCommit, StoredEvent
+from services.runtime.store import MatchRecord, StateDecoder, StoredCommit, StoredEvent, encode_state
 
 
 @pytest.mark.parametrize("game", GAME_PACKAGES)
@@ -107,6 +107,7 @@ def test_stored_states_and_events_read_back_as_json_would(game: str) -> None:
     rng = random.Random(7)
     state = rules.State.new(rules.GAME.min_players, 7, {})
     record = MatchRecord("m", game, rules.GAME.min_players, 7, {}, [None], "IN_PROGRESS", 0, {}, 1.5, 2.5)
+    decode = StateDecoder(rules.State)
     for step in range(150):
         if state.is_over():
             break
@@ -119,7 +120,14 @@ def test_stored_states_and_events_read_back_as_json_would(game: str) -> None:
             packed = msgspec.msgpack.encode([event.to, event.body])
             assert again == StoredEvent.from_entry(stored.stream_id, {b"e": packed}) == stored
             assert StoredEvent.from_entry(stored.stream_id, {b"e": as_json.encode()}) == stored
-        record.state = state.to_dict()
-        assert MatchRecord.decode(record.encode(), 3).state == json.loads(json.dumps(record.state))
+        record.state = encode_state(state)
+        again = MatchRecord.decode(record.encode(), 3)
+        assert again.state == record.state
+        as_json = json.loads(json.dumps(state.to_dict()))
+        assert decode(again.state) == state == decode(as_json)
+        assert msgspec.msgpack.decode(again.state) == as_json
+    # A record stored as JSON before: its state is a dict, decoded by from_dict.
+    record.state = state.to_dict()
     old = json.dumps({k: v for k, v in dataclasses.asdict(record).items() if k != "rev"})
     assert MatchRecord.decode(old, 3) == record
+    assert decode(MatchRecord.decode(old, 3).state) == state

@@ -73,7 +73,7 @@ async def play(
         assert record is not None
         if record.status == FINISHED:
             break
-        state = service.rules.State.from_dict(record.state)
+        state = service.decode_state(record.state)
         seat = rng.choice(list(state.active_seats()))
         request_id = uuid.uuid4().hex
         move = rng.choice(state.legal_moves(seat))

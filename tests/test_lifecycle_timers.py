@@ -147,7 +147,7 @@ async def test_a_move_committed_while_the_scheduler_holds_the_match_is_not_lost(
         for _ in range(30):  # a Happy Mochi turn may take a few moves: until one hands over
             record = await service.store.load(facts.match_id)
             assert record is not None
-            state = service.rules.State.from_dict(record.state)
+            state = service.decode_state(record.state)
             assert state.active_seats() == [human.seat]  # nothing but idling is due
             await client.zadd(keys.due(GAME), {facts.match_id: 0})
             claimed, lease = await scheduler.claim()
@@ -157,7 +157,7 @@ async def test_a_move_committed_while_the_scheduler_holds_the_match_is_not_lost(
             settled = await scheduler.due.settle(facts.match_id, lease, scheduler._next_due(stale))
             fresh = await service.store.load(facts.match_id)
             assert fresh is not None
-            if service.rules.State.from_dict(fresh.state).active_seats() == [1]:
+            if service.decode_state(fresh.state).active_seats() == [1]:
                 break
         else:
             raise AssertionError("the bot's turn never came")

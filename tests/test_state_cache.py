@@ -17,7 +17,7 @@ from services.engine import MoveError
 from services.runtime.errors import FailedPrecondition
 from services.runtime.matches import MatchService, MoveResult
 from services.runtime.redis_client import connect
-from services.runtime.store import MatchStore, StoredEvent
+from services.runtime.store import MatchStore, StateDecoder, StoredEvent
 from tests.conftest import service_settings
 
 GAME = "happy_mochi"
@@ -46,7 +46,7 @@ async def stored_state(service: MatchService, match_id: str) -> tuple[Any, int, 
     """The engine state as stored, its version and rev (decoded afresh, not cached)."""
     record = await service.store.load(match_id)
     assert record is not None
-    return RULES.State.from_dict(record.state), record.version, record.rev
+    return StateDecoder(RULES.State)(record.state), record.version, record.rev
 
 
 async def random_move(service: MatchService, match_id: str, rng: random.Random) -> tuple[int, dict[str, Any]]:

@@ -22,7 +22,7 @@ log = structlog.get_logger("lifecycle")
 
 def abandon(service: MatchService, record: MatchRecord, reason: str) -> list[Event]:
     """End ``record`` as ABANDONED: its events (the reason, then the usual end of match)."""
-    state = service.rules.State.from_dict(record.state)
+    state = service.decode_state(record.state)
     record.status = ABANDONED
     ended = {"status": ABANDONED, "scores": list(state.scores()), "winners": []}
     return [Event({"match_abandoned": {"reason": reason}}), Event({"match_ended": ended})]

@@ -31,7 +31,9 @@ from services.runtime.store import (
     MatchRecord,
     MatchStore,
     RecordedAnswer,
+    StateDecoder,
     StoredEvent,
+    encode_state,
     request_digest,
 )
 from services.runtime.tables import Seats, TableOptions, new_lifecycle
@@ -129,6 +131,8 @@ class MatchService:
         self.clock = clock
         # Decoded states of the matches this replica served (services/runtime/state_cache.py).
         self.cache = StateCache()
+        # A record's stored state, decoded (store.py: typed MessagePack of the State Struct).
+        self.decode_state = StateDecoder(rules.State)
         self.hub = WatchHub(store, self.prompts, self.cached_record, self.remember)
         self.due = DueSet(store.redis, self.game.name)
 
@@ -187,7 +191,7 @@ class MatchService:
         cached = self.cache.peek(record.match_id, record.rev)
         if cached is not None:
             return cached.state
-        return self.rules.State.from_dict(record.state)
+        return self.decode_state(record.state)
 
     def cached_record(self, match_id: str, rev: int) -> MatchRecord | None:
         """The record of ``match_id`` at ``rev`` if this replica holds it decoded (to read only)."""
@@ -197,7 +201,7 @@ class MatchService:
     def remember(self, record: MatchRecord) -> None:
         """Keep a record just read from the store (and never changed by its reader) decoded."""
         if self.cache.peek(record.match_id, record.rev) is None:
-            self.cache.put(record, self.rules.State.from_dict(record.state))
+            self.cache.put(record, self.decode_state(record.state))
 
     async def _current(self, match_id: str) -> MatchRecord:
         """The match as stored now, to read only: the cached record when Redis's rev is still
@@ -297,7 +301,7 @@ class MatchService:
             seats=[None] * players,
             status=WAITING,
             version=0,
-            state=state.to_dict(),
+            state=encode_state(state),
             created_at=now,
             updated_at=now,
             table=table_options.to_dict(),
@@ -367,7 +371,7 @@ class MatchService:
             record.status = IN_PROGRESS
             events.append(Event({"match_started": {"players": record.players}}))
             # Round 1's set-up, stored like every later round's so the stream rebuilds it.
-            events += self.rules.State.from_dict(record.state).opening_events()
+            events += self.decode_state(record.state).opening_events()
         return events
 
     async def commit_events(self, record: MatchRecord, events: list[Event], wake: bool = True) -> bool:
@@ -406,7 +410,7 @@ class MatchService:
         ``hand_to_bot`` a bot of that level plays the seat from then on. False when the
         match moved on meanwhile (a player's move, another replica): nothing was written.
         Only the scheduler calls it, so it does not wake the match's due entry."""
-        state = self.rules.State.from_dict(record.state)
+        state = self.decode_state(record.state)
         events = lead + state.apply(seat, move)
         if hand_to_bot:
             events.append(Event({"bot_seated": {"seat": seat, "level": hand_to_bot, "reason": "timeouts"}}))
@@ -441,7 +445,7 @@ class MatchService:
         if not seats.scheduled:
             return None
         # Not the cache's: ``record`` may hold a new state under its old rev here.
-        decoded = self.rules.State.from_dict(record.state) if state is None else state
+        decoded = self.decode_state(record.state) if state is None else state
         active = _active_seats(decoded, record.status)
         now_ms = await self.redis_now_ms()
         think_ms = self.settings.bot_think_ms
@@ -498,7 +502,7 @@ class MatchService:
                 self.seats(record).check_current(grant)
                 if answered is not None:
                     return await self._replay(record, seat, answered)
-                state = self.rules.State.from_dict(record.state)
+                state = self.decode_state(record.state)
                 events = self._decide(record, state, seat, move, expected_version)
             else:
                 record, state, events = attempt
@@ -607,7 +611,7 @@ class MatchService:
             record.status = FINISHED
             ended = {"status": FINISHED, "scores": list(state.scores()), "winners": list(state.winners())}
             bodies.append(({"match_ended": ended}, None))
-        record.state = state.to_dict()
+        record.state = encode_state(state)
         record.updated_at = self.clock()
         record.event_seq = len(bodies)
         return [StoredEvent(record.version, i + 1, to, body) for i, (body, to) in enumerate(bodies)]

@@ -158,7 +158,9 @@ class MatchRecord:
     seats: list[str | None]
     status: str
     version: int
-    state: dict[str, Any]
+    # The engine's state as stored: its MessagePack (``encode_state``), or a dict in a record
+    # stored as JSON before; ``StateDecoder`` reads either.
+    state: Any
     created_at: float
     updated_at: float
     # Sequence number of the last event stored under the current version.
@@ -175,10 +177,62 @@ class MatchRecord:
 
     @classmethod
     def decode(cls, raw: str | bytes, rev: int) -> MatchRecord:
-        return cls(**_decode(raw), rev=rev)
+        if isinstance(raw, str) or raw[:1] == b"{":
+            return cls(**json.loads(raw), rev=rev)
+        # The state is left encoded (msgspec.Raw): its engine's typed decoder reads it, once,
+        # and only when no decoded state of this rev is at hand.
+        stored = _decode_record(raw)
+        return cls(**{name: getattr(stored, name) for name in _STORED_FIELDS}, rev=rev)
 
 
 _RECORD_FIELDS = [f for f in dataclasses.fields(MatchRecord) if f.name != "rev"]
+
+
+class _StoredRecord(msgspec.Struct):
+    """A MatchRecord as MessagePack holds it, the state left undecoded."""
+
+    match_id: Any
+    game: Any
+    players: Any
+    seed: Any
+    options: Any
+    seats: Any
+    status: Any
+    version: Any
+    state: msgspec.Raw
+    created_at: Any
+    updated_at: Any
+    event_seq: Any = 0
+    table: Any = msgspec.field(default_factory=dict)
+    lifecycle: Any = msgspec.field(default_factory=dict)
+
+
+_STORED_FIELDS = _StoredRecord.__struct_fields__
+_decode_record = msgspec.msgpack.Decoder(_StoredRecord).decode
+
+
+def encode_state(state: Any) -> msgspec.Raw:
+    """An engine state as a record stores it: the MessagePack of its Struct (field names as
+    map keys, the same bytes its ``to_dict`` would pack to), or of ``to_dict`` for a State
+    that is not a Struct."""
+    return msgspec.Raw(_pack(state if isinstance(state, msgspec.Struct) else state.to_dict()))
+
+
+class StateDecoder:
+    """Reads ``State`` from a record's stored state: by msgspec's decoder typed with the
+    State Struct (no dicts built on the way), or ``from_dict`` of a JSON-era dict."""
+
+    def __init__(self, state_class: Any) -> None:
+        self._from_dict = state_class.from_dict
+        if isinstance(state_class, type) and issubclass(state_class, msgspec.Struct):
+            self._decode = msgspec.msgpack.Decoder(state_class).decode
+        else:
+            self._decode = lambda raw: state_class.from_dict(_unpack(raw))
+
+    def __call__(self, stored: Any) -> Any:
+        if isinstance(stored, msgspec.Raw | bytes):
+            return self._decode(stored)
+        return self._from_dict(stored)
 
 
 @dataclass(frozen=True)

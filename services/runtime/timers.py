@@ -122,7 +122,7 @@ class Scheduler:
         if record.status != IN_PROGRESS:
             return None
         seats = service.seats(record)
-        state = service.rules.State.from_dict(record.state)
+        state = service.decode_state(record.state)
         due = [s for s in seats.due_seats(now_ms) if s in state.active_seats()]
         if not due:
             return None
