@@ -68,7 +68,10 @@ async def game_load(
     duration_s: float,
     options: dict[str, Any],
     one_stream: bool = False,
+    players: int | None = None,
 ) -> tuple[Load, float]:
+    """``concurrency`` matches at a time for ``duration_s``, each of ``players`` seats (None:
+    drawn from the game's range, match by match)."""
     info = rules_module(game).GAME
     load = Load()
     until = time.monotonic() + duration_s
@@ -76,11 +79,11 @@ async def game_load(
     async def worker(n: int, client: GameClient) -> None:
         rng = random.Random(n)
         while time.monotonic() < until:
-            players = rng.randint(info.min_players, info.max_players)
+            seats = players or rng.randint(info.min_players, info.max_players)
             try:
                 played = await play_match(
                     client,
-                    players,
+                    seats,
                     seed=rng.randrange(2**32),
                     rng=rng,
                     until=until,
@@ -284,6 +287,17 @@ async def bytes_per_match(redis_url: str, match_ids: list[str]) -> float:
 CLIENTS = {False: "prompts + SubmitMove", True: "PlayMatch"}
 
 
+def seats_of(game: str, players: str) -> int | None:
+    """The seats of each of ``game``'s matches by ``--players``: a number (kept within the
+    game's range), ``min`` (the game's fewest) or ``random`` (None: drawn match by match)."""
+    info = rules_module(game).GAME
+    if players == "random":
+        return None
+    if players == "min":
+        return info.min_players
+    return min(max(int(players), info.min_players), info.max_players)
+
+
 async def measure(
     game: str,
     front: str,
@@ -297,7 +311,9 @@ async def measure(
     duration = args.duration if game == args.game else args.others_duration
     meter = CpuMeter(roles)
     meter.start()
-    load, elapsed = await game_load(target, game, args.concurrency, duration, options, one_stream)
+    load, elapsed = await game_load(
+        target, game, args.concurrency, duration, options, one_stream, seats_of(game, args.players)
+    )
     used = meter.stop()
     per_move = {role: seconds * 1000 / max(load.moves, 1) for role, seconds in used.items()}
     return Figures(
@@ -422,7 +438,8 @@ def print_table(
         " the least a PlayMatch move costs on grpc.aio, with no Redis, rules or checks)"
     )
     print(
-        f"{args.concurrency} concurrent matches; {args.replicas} replica(s) per game; Redis with AOF"
+        f"{args.concurrency} concurrent matches of {args.players} seats (--players); {args.replicas}"
+        " replica(s) per game; Redis with AOF"
         " (everysec); a seat plays each prompt of its WatchMatch by a SubmitMove, or both on one PlayMatch"
         " stream (move latency: sent to answered); server CPU is"
         " every server process (Redis, nginx, gateway, the game's replicas) from /proc over the window,"
@@ -441,6 +458,12 @@ def main() -> None:
     parser.add_argument("--others-duration", type=float, default=6.0, help="seconds of load per other game")
     parser.add_argument("--echo-duration", type=float, default=6.0, help="seconds of echo calls")
     parser.add_argument("--replicas", type=int, default=2, help="service processes per game")
+    parser.add_argument(
+        "--players",
+        default="min",
+        help="seats per match: a number, min (each game's fewest: 2-player Happy Mochi, as issue 15"
+        " measures) or random (drawn from the game's range, match by match)",
+    )
     parser.add_argument("--no-nginx", action="store_true", help="the Python gateway only")
     parser.add_argument(
         "--option", action="append", default=[], help="match option game:name=value, e.g. more:max_rounds=1"

@@ -7,7 +7,9 @@ import argparse
 
 from clients import bench, bench_cluster, markdown
 
-ARGS = argparse.Namespace(concurrency=50, replicas=2, game="happy_mochi", duration=15.0, warmup=3.0)
+ARGS = argparse.Namespace(
+    concurrency=50, replicas=2, game="happy_mochi", duration=15.0, warmup=3.0, players="min"
+)
 
 
 def test_a_table_aligns_names_left_and_figures_right():
