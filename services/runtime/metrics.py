@@ -46,7 +46,14 @@ def serve(listen: str) -> None:
 
 def move_committed(game: str) -> None:
     """Once per move in the match's history, whoever made it (SubmitMove or the scheduler)."""
-    MOVES_COMMITTED.labels(game=game).inc()
+    counter = _moves_committed.get(game)
+    if counter is None:
+        counter = _moves_committed[game] = MOVES_COMMITTED.labels(game=game)
+    counter.inc()
+
+
+# Label children by game: looked up once, not on every move.
+_moves_committed: dict[str, Any] = {}
 
 
 def commit_conflict(game: str, retrying: bool) -> None:
