@@ -52,7 +52,7 @@ def match_of_token(token: str) -> str:
     return parts[1] if len(parts) == _PARTS else ""
 
 
-@functools.lru_cache(maxsize=65_536)
+@functools.lru_cache(maxsize=16_384)
 def _signed(secret: bytes, body: str, signature: str) -> bool:
     """Whether ``signature`` signs ``body``: kept per token, since a seat sends the same one
     with every move (a new guess is a new token, still compared in constant time)."""
