@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+import hiredis
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import ClusterNode
@@ -117,7 +118,7 @@ class IdleClosingPool(ConnectionPool):
         # Connections of ``quick`` alone, idle, most recently used last.
         self._quick: list[Any] = []
 
-    async def quick(self, *args: Any, timeout_s: float = SOCKET_TIMEOUT_S) -> Any:
+    async def quick(self, *args: str | bytes | int, timeout_s: float = SOCKET_TIMEOUT_S) -> Any:
         """One command, sent and answered on a connection kept for this alone, under one
         timeout: the hot path (a move's Lua commit) without the pool's per-command work
         (its lock, connection checks and metrics hooks) nor a task per write. A connection
@@ -131,7 +132,9 @@ class IdleClosingPool(ConnectionPool):
             connection = self.connection_class(**{**self.connection_kwargs, "socket_timeout": None})
         try:
             async with asyncio.timeout(timeout_s):
-                await connection.send_command(*args, check_health=False)
+                # hiredis packs in C what redis-py's packer encodes argument by argument.
+                packed = hiredis.pack_command(args)  # type: ignore[arg-type]  # its stub wants a 1-tuple
+                await connection.send_packed_command(packed, check_health=False)
                 reply = await connection.read_response()
         except ResponseError:
             self._keep_quick(connection)
