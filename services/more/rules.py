@@ -544,12 +544,10 @@ class State(EngineState, dict=True):
         side = self.side(seat)
         side_melds = self._side_melds(side)
         melds = [m for _, m, _ in side_melds]
-        hand = s.hands[seat]
-        if lone_card(top, self._table(seat), melds, s.totals[seat] > THRESHOLD):
+        table = self._table(seat)  # the whole hand: nothing is locked before the draw
+        if lone_card(top, table, melds, s.totals[seat] > THRESHOLD):
             return False  # the common case, decided on the hand alone
-        counts = [0] * take.IDENTS
-        for x in map(take.IDENT.__getitem__, hand):
-            counts[x] += 1
+        counts = table.counts[:]
         counts[take.IDENT[top]] += 1
         problem = take.Problem(
             counts=counts,

@@ -39,6 +39,7 @@ def _near(card: int) -> int:
 _NEAR = tuple(_near(c) for c in range(DECK_SIZE))
 
 _NONE: tuple[int, ...] = ()
+_IDENT = tuple(52 if c >= 104 else c % 52 for c in range(DECK_SIZE))  # take.py's identity of a card
 
 
 class Table:
@@ -46,10 +47,12 @@ class Table:
     (None or empty if there is none; each list in id order), with bit ``suit * 16 + pos`` of
     ``mask`` set for each non-empty one; ``aces`` and ``wilds`` (the pankals) in id order.
 
+    ``counts`` holds the cards per identity (``card % 52``, 52 for a joker: take.py's).
+
     A table follows its hand from step to step: ``add`` and ``remove`` work in the card or
     three a step moves (a hand of 40 cards costs as much to sort again as 20 single changes)."""
 
-    __slots__ = ("aces", "at", "mask", "size", "wilds")
+    __slots__ = ("aces", "at", "counts", "mask", "size", "wilds")
 
     def __init__(self, cards: list[int]) -> None:
         at: list[list[int] | None] = [None] * 64
@@ -78,10 +81,14 @@ class Table:
             mask |= _BIT[card]
         self.at, self.mask, self.aces, self.wilds = at, mask, aces, wilds
         self.size = len(cards)
+        counts = self.counts = [0] * 53
+        for ident in map(_IDENT.__getitem__, cards):
+            counts[ident] += 1
 
     def add(self, card: int) -> None:
         key = _KEY[card]
         self.size += 1
+        self.counts[_IDENT[card]] += 1
         if _PANKAL[card]:
             insort(self.wilds, card)
         if key < 0:
@@ -100,6 +107,7 @@ class Table:
     def remove(self, card: int) -> None:
         key = _KEY[card]
         self.size -= 1
+        self.counts[_IDENT[card]] -= 1
         if _PANKAL[card]:
             self.wilds.remove(card)
         if key < 0:
