@@ -78,6 +78,9 @@ def half_points(card: int) -> int:
     return points(card) // 5
 
 
+HALF_POINTS = tuple(half_points(card) for card in range(DECK_SIZE))  # per card id
+
+
 def name(card: int) -> str:
     if is_joker(card):
         return "Joker"
@@ -94,12 +97,13 @@ def _card_dict(card: int) -> dict[str, Any]:
     }
 
 
-_CARD_DICTS = tuple(_card_dict(card) for card in range(DECK_SIZE))
+# per card id, its Card message: copied before it is handed out (as card_dict does)
+CARD_DICTS = tuple(_card_dict(card) for card in range(DECK_SIZE))
 
 
 def card_dict(card: int) -> dict[str, Any]:
     """The proto Card message (a new dict each time: callers may change it)."""
-    return _CARD_DICTS[card].copy()
+    return CARD_DICTS[card].copy()
 
 
 def natural_at(card: int, run_suit: int, pos: int) -> bool:
@@ -304,7 +308,7 @@ def meld_view(meld: Meld, index: int) -> dict[str, Any]:
         "kind": "MELD_KIND_RUN" if meld["kind"] == "run" else "MELD_KIND_ACE_SET",
         "suit": SUIT_NAMES[meld["suit"]] if meld["suit"] >= 0 else "SUIT_UNSPECIFIED",
         "low": meld["low"],
-        "cards": [_CARD_DICTS[c].copy() for c in cards],
+        "cards": [CARD_DICTS[c].copy() for c in cards],
         "wild_index": wild,
         "dirty": wild >= 0,
         "biriba": len(cards) >= BIRIBA_SIZE,

@@ -26,9 +26,10 @@ from services.engine import (
 )
 from services.more import take
 from services.more.cards import (
+    CARD_DICTS,
     DECK_SIZE,
+    HALF_POINTS,
     Meld,
-    card_dict,
     extend,
     half_points,
     identity,
@@ -463,7 +464,7 @@ class State(EngineState, dict=True):
                 after = [m for _, m, _ in self._side_melds(side)] + [meld]
                 self._check_exit(after, side, left, False)
                 if left == 0:
-                    self._check_opening(t.halves + sum(half_points(c) for c in cards))
+                    self._check_opening(t.halves + sum(map(HALF_POINTS.__getitem__, cards)))
             return meld
         else:
             index, card = b["meld"], b["card"]
@@ -558,6 +559,8 @@ class State(EngineState, dict=True):
             locked=len(s.discard) - 1,
             pile_waiting=s.more_state[side] == "waiting",
             clean=[facts.wild < 0 for _, _, facts in side_melds],
+            present=table.present(top),
+            size=table.size + 1,
         )
         return take.can_take(problem)
 
@@ -599,7 +602,7 @@ class State(EngineState, dict=True):
         s.t.undo = Undo(hand=list(s.hands[seat]), melds=list(s.melds), discard=None)
         return [
             Event({"card_drawn": {"seat": seat}}),
-            Event({"drew_card": {"card": card_dict(card)}}, to=(seat,)),
+            Event({"drew_card": {"card": CARD_DICTS[card].copy()}}, to=(seat,)),
         ]
 
     def _do_take_pile(self, seat: int, b: JsonDict) -> list[Event]:
@@ -612,7 +615,7 @@ class State(EngineState, dict=True):
         self._hand_gained(seat, pile[-1])  # the rest is locked
         s.discard = []
         s.phase = "play"
-        return [Event({"pile_taken": {"seat": seat, "cards": [card_dict(c) for c in pile]}})]
+        return [Event({"pile_taken": {"seat": seat, "cards": [CARD_DICTS[c].copy() for c in pile]}})]
 
     def _do_lay_meld(self, seat: int, b: JsonDict, meld: Meld) -> list[Event]:
         s = self
@@ -632,13 +635,13 @@ class State(EngineState, dict=True):
         s.hands[seat].remove(card)
         self._hand_lost(seat, card)
         self._melded([card])
-        body = {"seat": seat, "card": card_dict(card), "low_end": b["low_end"]}
+        body = {"seat": seat, "card": CARD_DICTS[card].copy(), "low_end": b["low_end"]}
         return [Event({"card_added": {**body, "meld": self._meld_view(index)}}), *self._maybe_pickup(seat)]
 
     def _melded(self, cards: list[int]) -> None:
         t = self.t
         t.melded = True
-        t.halves += sum(half_points(c) for c in cards)
+        t.halves += sum(map(HALF_POINTS.__getitem__, cards))
 
     def _maybe_pickup(self, seat: int) -> list[Event]:
         """An emptied hand (validated: the side may) takes the side's More pile."""
@@ -654,7 +657,7 @@ class State(EngineState, dict=True):
         s.t.undo = None  # hidden cards seen: this turn's melds are final
         return [
             Event({"more_pile_taken": {"seat": seat, "side": ROLES[side], "count": len(pile)}}),
-            Event({"more_pile_cards": {"cards": [card_dict(c) for c in pile]}}, to=(seat,)),
+            Event({"more_pile_cards": {"cards": [CARD_DICTS[c].copy() for c in pile]}}, to=(seat,)),
         ]
 
     def _do_take_back(self, seat: int, b: JsonDict) -> list[Event]:
@@ -677,7 +680,7 @@ class State(EngineState, dict=True):
                 {
                     "took_back": {
                         "seat": seat,
-                        "cards": [card_dict(c) for c in returned],
+                        "cards": [CARD_DICTS[c].copy() for c in returned],
                         "pile_returned": pile_returned,
                     }
                 }
@@ -697,7 +700,7 @@ class State(EngineState, dict=True):
         self._went_down(seat)
         side = self.side(seat)
         went_out = not hand and s.more_state[side] != "waiting"
-        events = [Event({"discarded": {"seat": seat, "card": card_dict(card), "went_out": went_out}})]
+        events = [Event({"discarded": {"seat": seat, "card": CARD_DICTS[card].copy(), "went_out": went_out}})]
         if went_out:
             return events + self._end_round(seat)
         events += self._maybe_pickup(seat)
@@ -815,13 +818,15 @@ class State(EngineState, dict=True):
                         "hand_sizes": [HAND_SIZE] * PLAYERS,
                         "draw_pile_size": len(s.draw),
                         "more_pile_size": MORE_PILE_SIZE,
-                        "discard": card_dict(s.discard[-1]),
+                        "discard": CARD_DICTS[s.discard[-1]].copy(),
                     }
                 }
             ),
         ]
         for p in range(PLAYERS):
-            events.append(Event({"hand_dealt": {"cards": [card_dict(c) for c in s.hands[p]]}}, to=(p,)))
+            events.append(
+                Event({"hand_dealt": {"cards": [CARD_DICTS[c].copy() for c in s.hands[p]]}}, to=(p,))
+            )
         return events
 
     def round_result(self, went_out: int) -> JsonDict:
@@ -860,10 +865,10 @@ class State(EngineState, dict=True):
             "roles": [ROLES[self.side(p)] if dealt else "ROLE_UNSPECIFIED" for p in range(PLAYERS)],
             "scores": list(s.totals),
             "turn": s.turn,
-            "hand": [card_dict(c) for c in sorted(s.hands[me], key=_sort_key)] if own else [],
+            "hand": [CARD_DICTS[c].copy() for c in sorted(s.hands[me], key=_sort_key)] if own else [],
             "hand_sizes": [len(h) for h in s.hands],
             "melds": [self._meld_view(i) for i in range(len(s.melds))],
-            "discard_pile": [card_dict(c) for c in s.discard],
+            "discard_pile": [CARD_DICTS[c].copy() for c in s.discard],
             "draw_pile_size": len(s.draw),
             "pair_more_pile": PILE_STATES[s.more_state["pair"]],
             "pair_more_pile_size": len(s.more["pair"]),

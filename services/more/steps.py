@@ -121,6 +121,12 @@ class Table:
         if not cell:
             self.mask &= ~_BIT[card]
 
+    def present(self, card: int) -> list[int]:
+        """Per suit, bit q: a natural card at run position q (aces at 1 and 14) among the
+        table's cards and ``card``."""
+        mask = self.mask | _BIT[card]
+        return [mask & 0xFFFF, mask >> 16 & 0xFFFF, mask >> 32 & 0xFFFF, mask >> 48 & 0xFFFF]
+
     def natural(self, suit: int, pos: int) -> list[int] | tuple[int, ...]:
         return self.at[suit * 16 + pos] or _NONE
 

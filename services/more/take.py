@@ -79,6 +79,8 @@ class Problem:
         "nodes",
         "pieces",
         "pile_waiting",
+        "present",
+        "size",
         "start",
         "top",
     )
@@ -93,8 +95,13 @@ class Problem:
         locked: int,  # cards of the pile that stay in the hand
         pile_waiting: bool,  # the side's More pile is still waiting
         clean: list[bool] | None = None,  # per meld: no pankal in it (worked out if not given)
+        present: list[int] | None = None,  # per suit, _have(counts, suit) (worked out if not given)
+        size: int | None = None,  # sum(counts) (worked out if not given)
     ) -> None:
         self.counts, self.top, self.melds, self.ace_ok = counts, top, melds, ace_ok
+        # of the counts given (the search's first steps read them; the search then changes counts)
+        self.size = sum(counts) if size is None else size
+        self.present = [_have(counts, suit) for suit in range(4)] if present is None else present
         self.clean = [wild_index(m) < 0 for m in melds] if clean is None else clean
         self.need, self.locked, self.pile_waiting = need, locked, pile_waiting
         self.nodes = 0
@@ -137,7 +144,7 @@ def can_take(problem: Problem) -> bool:
         firsts = _pieces(p, p.top, p.counts, 0)
         if not firsts:
             return False
-        cards = sum(p.counts) + p.locked
+        cards = p.size + p.locked
         if any(cards - len(piece.used) >= 2 for piece in firsts):
             return True
     reachable, idle = _reachable(p)
@@ -157,7 +164,7 @@ def _quick(p: Problem) -> bool | None:
     reaching a meld end: if neither exists (nor an ace-set), no take. With no minimum and cards to
     spare, a top card that joins a meld end as it stands, or makes three in a row, is a take."""
     counts, top = p.counts, p.top
-    cards = sum(counts) + p.locked
+    cards = p.size + p.locked
     accept = True if not p.need else None
     wild = counts[52] or counts[1] or counts[14] or counts[27] or counts[40]  # PANKALS
     if top in PANKALS:
@@ -169,7 +176,7 @@ def _quick(p: Problem) -> bool | None:
             # two other naturals of a suit within three positions: the top card takes the third
             # (as the pankal, or as the natural card if that place is its own)
             for s in range(4):
-                have = _have(counts, s)
+                have = p.present[s]
                 if top != JOKER and top // 13 == s and counts[top] == 1:
                     have &= ~_BITS[top]  # the top card itself is no other natural
                 if (have & have >> 1 | have & have >> 2 | have >> 1 & have >> 2) & _WINDOWS:
@@ -184,7 +191,7 @@ def _quick(p: Problem) -> bool | None:
             return None
     # with a pankal, a new run holding the top card needs a natural card two places from it at
     # most, and reaching a meld needs a meld of its suit
-    present = _have(counts, suit)  # bit q: a natural card at run position q (aces at 1 and 14)
+    present = p.present[suit]  # bit q: a natural card at run position q (aces at 1 and 14)
     reach = held = False
     for pos in (1, 14) if rank == 0 else (rank + 1,):
         for meld in p.melds:
@@ -235,10 +242,7 @@ def _reachable(p: Problem) -> tuple[int, list[int]]:
     counts = p.counts
     held = [x for x in range(53) if counts[x]]
     wilds = counts[52] + counts[1] + counts[14] + counts[27] + counts[40]
-    present = [0, 0, 0, 0]
-    for x in held:
-        if x < 52:
-            present[x // 13] |= _BITS[x]
+    present = p.present
     sure = [0, 0, 0, 0]
     maybe = [0, 0, 0, 0]
     table = [0, 0, 0, 0]  # positions held by the side's runs
