@@ -6,6 +6,8 @@ Pure and deterministic: randomness only through ``services.engine.rng``.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 from collections.abc import Iterable
 from typing import Any
 
@@ -38,12 +40,9 @@ class LayoutError(Exception):
         self.message = message
 
 
-def add(c: Cell, d: Cell) -> Cell:
-    return (c[0] + d[0], c[1] + d[1])
-
-
 def neighbours(c: Cell) -> list[Cell]:
-    return [add(c, d) for d in DIRECTIONS]
+    q, r = c
+    return [(q + dq, r + dr) for dq, dr in DIRECTIONS]
 
 
 def tile_set(players: int) -> list[tuple[str, bool]]:
@@ -117,8 +116,9 @@ def check_shape(cells: Iterable[Cell], players: int, allow_holes: bool) -> None:
     seen = {first}
     stack = [first]
     while stack:
-        c = stack.pop()
-        for n in neighbours(c):
+        q, r = stack.pop()
+        for dq, dr in DIRECTIONS:
+            n = (q + dq, r + dr)
             if n in shape and n not in seen:
                 seen.add(n)
                 stack.append(n)
@@ -128,7 +128,8 @@ def check_shape(cells: Iterable[Cell], players: int, allow_holes: bool) -> None:
             "layout.connected", f"the tiles must form one connected region; tile {lost} is cut off"
         )
     for c in sorted(shape):
-        k = sum(n in shape for n in neighbours(c))
+        q, r = c
+        k = sum((q + dq, r + dr) in shape for dq, dr in DIRECTIONS)
         if k < 3:
             raise LayoutError(
                 "layout.min_neighbours", f"each tile needs at least 3 neighbouring tiles; tile {c} has {k}"
@@ -217,14 +218,24 @@ def _grow(seed: int, attempt: int, size: int) -> set[Cell]:
     weight = (0, 1, 4, 60, 400, 900, 900)
     cells = {(0, 0)}
     touching = {n: 1 for n in neighbours((0, 0))}
+    # the candidates (empty cells touching the blob) in sorted order and their weights, kept
+    # up to date cell by cell rather than sorted again for every pick
+    cands = sorted(touching)
+    weights = [weight[1]] * len(cands)
     while len(cells) < size:
-        cands = sorted(touching)
-        pick = rnd.choices(cands, [weight[touching[c]] for c in cands])[0]
-        del touching[pick]
+        pick = rnd.choices(cands, cum_weights=list(itertools.accumulate(weights)))[0]
+        at = bisect.bisect_left(cands, pick)
+        del cands[at], weights[at], touching[pick]
         cells.add(pick)
         for n in neighbours(pick):
             if n not in cells:
-                touching[n] = touching.get(n, 0) + 1
+                count = touching[n] = touching.get(n, 0) + 1
+                at = bisect.bisect_left(cands, n)
+                if count == 1:
+                    cands.insert(at, n)
+                    weights.insert(at, weight[1])
+                else:
+                    weights[at] = weight[count]
     return cells
 
 

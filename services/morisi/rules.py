@@ -11,9 +11,9 @@ number of ``lay_stick`` steps (``undo_stick`` takes the last one back), finished
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 from services.engine import (
     BadOptions,
@@ -37,7 +37,7 @@ from services.morisi.board import (
     is_int,
     normalize_options,
 )
-from services.morisi.network import Network
+from services.morisi.network import Network, PendingRoute
 from services.morisi.scoring import (
     PREDICTION_SIZE,
     board_scores,
@@ -53,6 +53,16 @@ from services.morisi.view import observe, stick_dict
 PHASES = ("PHASE_PREDICT", "PHASE_PLACE", "PHASE_MOVE", "PHASE_BUILD", "PHASE_OVER")
 END_REASONS = ("END_REASON_UNSPECIFIED", "END_REASON_BLOCKS_EXHAUSTED", "END_REASON_HOUSES_EXHAUSTED")
 STICK_SUPPLY = 20  # sticks per player colour in the box
+# the phase in which each kind of move is made
+PHASE_OF_MOVE = {
+    "predict": "PHASE_PREDICT",
+    "place_pawn": "PHASE_PLACE",
+    "move_pawn": "PHASE_MOVE",
+    "lay_stick": "PHASE_BUILD",
+    "undo_stick": "PHASE_BUILD",
+    "build_route": "PHASE_BUILD",
+    "end_turn": "PHASE_BUILD",
+}
 MOVE_KINDS: dict[str, tuple[str, ...]] = {
     "predict": ("cities",),
     "place_pawn": ("tile",),
@@ -121,15 +131,47 @@ class State:
         self._index()
 
     def _index(self) -> None:
-        self.tiles, self.at, self.adj, self.cities, self.colors, self.land_links = _geometry(self.map_code)
+        geometry = _geometry(self.map_code)
+        self.tiles, self.at, self.adj, self.cities = (
+            geometry.tiles,
+            geometry.at,
+            geometry.adj,
+            geometry.cities,
+        )
+        self.colors, self.land_links, self.color_tiles = (
+            geometry.colors,
+            geometry.land_links,
+            geometry.color_tiles,
+        )
+        self.tile_rows = geometry.tile_rows
         self._network: Network | None = None
+        self._pending_route: PendingRoute | None = None
 
     @property
     def network(self) -> Network:
         """The committed sticks indexed (built on first use, then kept up to date by routes)."""
         if self._network is None:
-            self._network = Network(self.players, [c < 0 for c in self.colors], self.sticks)
+            self._network = Network(self.players, [c < 0 for c in self.colors], self.land_links, self.sticks)
         return self._network
+
+    def _route(self) -> PendingRoute:
+        """The pending sticks indexed (kept in step by ``lay_stick`` and undos; built again for a
+        new turn or a new network)."""
+        route = self._pending_route
+        network = self.network
+        if (
+            route is not None
+            and route.version == network.version
+            and route.network is network
+            and route.seat == self.turn
+            and route.sticks == self.pending
+        ):
+            return route  # the usual case, checked here before asking the route itself
+        if route is None or not route.sync(network, self.turn, self.pending):
+            route = self._pending_route = PendingRoute(network, self.turn, self.players == 2)
+            for anchor, paid, cost in self.pending:
+                route.push(anchor, paid, cost)
+        return route
 
     # ------------------------------------------------------------ construction
 
@@ -274,41 +316,57 @@ class State:
             return [s for s in range(self.players) if len(self.predictions[s]) < PREDICTION_SIZE]
         return [self.turn]
 
+    def _is_active(self, seat: int) -> bool:
+        """``seat in self.active_seats()``, without the list when one seat plays."""
+        if self.phase == "PHASE_PREDICT":
+            return seat in self.active_seats()
+        return self.phase != "PHASE_OVER" and seat == self.turn
+
     def is_over(self) -> bool:
         return self.phase == "PHASE_OVER"
 
     def destinations(self, seat: int) -> list[tuple[int, list[int]]]:
         """(destination, jumped tiles) for every legal pawn move of ``seat``."""
+        return [(tile, list(jumped)) for tile, jumped in self._destinations(seat)]
+
+    def _destinations(self, seat: int) -> list[tuple[int, list[int]]]:
+        """``destinations``, shared: read, never changed (a turn asks three times, for the same
+        pawns)."""
+        key = (seat, *self.pawns)
+        known = self.__dict__.get("_destinations_of")
+        if known is not None and known[0] == key:
+            return known[1]
+        found = self._find_destinations(seat)
+        self._destinations_of = (key, found)
+        return found
+
+    def _find_destinations(self, seat: int) -> list[tuple[int, list[int]]]:
         here = self.pawns[seat]
         if here < 0:
             return []
         occupied = {p for p in self.pawns if p >= 0}
         out = []
+        at = self.at
         q0, r0 = self.tiles[here]["q"], self.tiles[here]["r"]
         for dq, dr in DIRECTIONS:
             jumped: list[int] = []
             cell = (q0 + dq, r0 + dr)
-            while cell in self.at and self.at[cell] in occupied:
-                jumped.append(self.at[cell])
+            while cell in at and at[cell] in occupied:
+                jumped.append(at[cell])
                 cell = (cell[0] + dq, cell[1] + dr)
-            if cell in self.at:
-                out.append((self.at[cell], jumped))
+            if cell in at:
+                out.append((at[cell], jumped))
         return sorted(out)
-
-    def own_tiles(self, seat: int, with_pending: bool = True) -> set[int]:
-        tiles = set(self.network.tiles[seat])
-        if with_pending and seat == self.turn:
-            for a, b, _ in self.pending:
-                tiles.add(a)
-                tiles.add(b)
-        return tiles
 
     def _laid(self, seat: int) -> int:
         """Sticks of ``seat`` on the board, pending ones included."""
         return self.network.laid[seat] + (len(self.pending) if seat == self.turn else 0)
 
-    def _stick_check(self, seat: int, anchor: int, paid: int) -> tuple[int, tuple[str, str] | None]:
-        """(cost, None) if the stick may be laid now, else (0, (rule, message))."""
+    def _stick_check(
+        self, seat: int, anchor: int, paid: int, route: PendingRoute
+    ) -> tuple[int, tuple[str, str] | None]:
+        """(cost, None) if the stick may be laid now, else (0, (rule, message)); ``route``: the
+        pending sticks, ``self._route()``."""
         if paid not in self.adj[anchor]:
             return 0, ("stick_adjacent", "a stick joins the centres of two neighbouring tiles")
         color = self.colors[paid]
@@ -316,18 +374,23 @@ class State:
             if self.is_city(anchor):
                 return 0, ("stick_city_city", "a stick may not join two cities")
             return 0, ("stick_paid_land", "the paid end of a stick must be a land tile")
-        if not self.is_city(anchor) and anchor not in self.own_tiles(seat):
+        network = self.network
+        if (
+            self.colors[anchor] >= 0  # no city: the anchor must hold a stick of the seat (pending too)
+            and anchor not in network.tiles[seat]
+            and not (seat == self.turn and anchor in route.degree)
+        ):
             return 0, (
                 "stick_anchor",
                 "one end of a stick must be a city or a tile already holding one of your sticks",
             )
-        pair = (min(anchor, paid), max(anchor, paid))
-        owners = self.network.owners.get(pair, [])
-        if seat in owners or any(pair in ((a, b), (b, a)) for a, b, _ in self.pending):
+        pair = (anchor, paid) if anchor < paid else (paid, anchor)
+        owners = network.owners.get(pair, [])
+        if seat in owners or pair in route.pairs:
             return 0, ("stick_duplicate", "you already have a stick between these two tiles")
         if owners and self.players == 2:
             return 0, ("stick_parallel", "with 2 players sticks may not be parallel to another stick")
-        if self._laid(seat) >= STICK_SUPPLY:
+        if network.laid[seat] + (len(self.pending) if seat == self.turn else 0) >= STICK_SUPPLY:
             return 0, ("stick_supply", f"you have laid all your {STICK_SUPPLY} sticks")
         cost = len(owners) + 1
         have = self.hands[seat][color]
@@ -339,36 +402,13 @@ class State:
             )
         return cost, None
 
-    def _stick_moves(self, seat: int) -> list[JsonDict]:
-        """Every ``lay_stick`` that ``_stick_check`` accepts now, anchors in tile order: the same
-        checks, run over the network index instead of one move at a time."""
-        if self._laid(seat) >= STICK_SUPPLY:
+    def _stick_moves(self, route: PendingRoute) -> list[JsonDict]:
+        """Every ``lay_stick`` of the seat to play that ``_stick_check`` accepts now, anchors in
+        tile order: the same checks, kept up to date stick by stick (``PendingRoute``)."""
+        if self._laid(self.turn) >= STICK_SUPPLY:
             return []
-        owners_of = self.network.owners
-        hand = self.hands[seat]
-        two = self.players == 2
-        pending = {(min(a, b), max(a, b)) for a, b, _ in self.pending}
-        links = self.land_links
-        moves = []
-        anchors = self.own_tiles(seat)
-        anchors.update(self.cities)
-        for anchor in sorted(anchors):
-            for paid, pair, color in links[anchor]:
-                have = hand[color]
-                if not have or pair in pending:
-                    continue
-                owners = owners_of.get(pair)
-                if owners and (two or seat in owners or have <= len(owners)):
-                    continue
-                moves.append({"lay_stick": {"anchor": anchor, "paid": paid}})
-        return moves
-
-    def stick_cost(self, seat: int, anchor: int, paid: int) -> int:
-        """Blocks of the paid colour a stick costs, or raise RuleViolation."""
-        cost, problem = self._stick_check(seat, anchor, paid)
-        if problem is not None:
-            raise RuleViolation(*problem)
-        return cost
+        options = route.lay_options(self.hands[self.turn])
+        return [{"lay_stick": {"anchor": option[0], "paid": option[1]}} for option in options]
 
     def house_points(self, seat: int, extra: list[list[int]] | None = None) -> dict[int, int]:
         """City -> house-points of ``seat`` on the board: a network component with k cities gives
@@ -386,36 +426,27 @@ class State:
         """Why the pending sticks are not a buildable trade route (None: they are)."""
         if not self.pending:
             return RuleViolation("route_empty", "lay at least one stick before building a route")
-        seat = self.turn
-        links: dict[int, list[int]] = {}
-        for a, b, _ in self.pending:
-            links.setdefault(a, []).append(b)
-            links.setdefault(b, []).append(a)
-        first = self.pending[0][0]
-        seen = {first}
-        stack = [first]
-        while stack:
-            for y in links[stack.pop()]:
-                if y not in seen:
-                    seen.add(y)
-                    stack.append(y)
-        if len(seen) != len(links):
+        route = self._route()
+        if route.pieces() != 1:
             return RuleViolation("route_connected", "all sticks of a trade route must be connected together")
-        before = self.network.tiles[seat]
-        for t in sorted(links):
-            if len(links[t]) == 1 and not self.is_city(t) and t not in before:
-                return RuleViolation(
-                    "route_dead_end",
-                    f"a trade route may not end in a dead end: tile {t} is no city and not on your network",
-                )
-        if not self.network.adds_house(seat, [(a, b) for a, b, _ in self.pending]):
+        end = route.first_dead_end()
+        if end is not None:
+            return RuleViolation(
+                "route_dead_end",
+                f"a trade route may not end in a dead end: tile {end} is no city and not on your network",
+            )
+        if not route.adds_house:
             return RuleViolation("route_no_house", "a trade route must add at least one trading house")
         return None
+
+    def _route_buildable(self, route: PendingRoute) -> bool:
+        """``route_problem() is None``, from the pending route's (``self._route()``) counts alone."""
+        return bool(self.pending) and route.dead_ends == 0 and route.adds_house and route.pieces() == 1
 
     # ------------------------------------------------------------ moves
 
     def legal_moves(self, seat: int) -> list[JsonDict]:
-        if seat not in self.active_seats():
+        if not self._is_active(seat):
             return []
         if self.phase == "PHASE_PREDICT":
             chosen = self.predictions[seat]
@@ -424,11 +455,12 @@ class State:
             taken = set(self.pawns)
             return [{"place_pawn": {"tile": t}} for t in range(len(self.tiles)) if t not in taken]
         if self.phase == "PHASE_MOVE":
-            return [{"move_pawn": {"tile": t}} for t, _ in self.destinations(seat)]
-        moves = self._stick_moves(seat)
+            return [{"move_pawn": {"tile": t}} for t, _ in self._destinations(seat)]
+        route = self._route()
+        moves = self._stick_moves(route)
         if self.pending:
             moves.append({"undo_stick": {}})
-            if self.route_problem() is None:
+            if self._route_buildable(route):
                 moves.append({"build_route": {}})
         moves.append({"end_turn": {}})
         return moves
@@ -446,7 +478,7 @@ class State:
                     raise MalformedMove(f"move.{kind}.{key}", "name at least one city")
             else:
                 value = body.get(key, 0)
-                if not is_int(value) or not 0 <= value < n:
+                if not (type(value) is int or is_int(value)) or not 0 <= value < n:
                     raise MalformedMove(f"move.{kind}.{key}", f"{key} must be a tile index 0..{n - 1}")
             out[key] = value
         return kind, out
@@ -455,18 +487,9 @@ class State:
         kind, body = self._parse(move)
         if self.phase == "PHASE_OVER":
             raise RuleViolation("game_over", "the game is over")
-        if seat not in self.active_seats():
+        if not self._is_active(seat):
             raise NotYourTurn(seat)
-        wanted = {
-            "predict": ("PHASE_PREDICT",),
-            "place_pawn": ("PHASE_PLACE",),
-            "move_pawn": ("PHASE_MOVE",),
-            "lay_stick": ("PHASE_BUILD",),
-            "undo_stick": ("PHASE_BUILD",),
-            "build_route": ("PHASE_BUILD",),
-            "end_turn": ("PHASE_BUILD",),
-        }[kind]
-        if self.phase not in wanted:
+        if self.phase != PHASE_OF_MOVE[kind]:
             step = {
                 "PHASE_PREDICT": "seal a prediction",
                 "PHASE_PLACE": "place your pawn",
@@ -474,7 +497,8 @@ class State:
                 "PHASE_BUILD": "lay sticks, build the route or end the turn",
             }[self.phase]
             raise RuleViolation("phase", f"{kind} is not possible now: {step}")
-        return getattr(self, f"_do_{kind}")(seat, **body)
+        do: Callable[..., list[Event]] = getattr(self, "_do_" + kind)
+        return do(seat, **body)
 
     def _do_predict(self, seat: int, cities: list[int]) -> list[Event]:
         mine = self.predictions[seat]
@@ -519,7 +543,7 @@ class State:
         return events
 
     def _do_move_pawn(self, seat: int, tile: int) -> list[Event]:
-        dest = dict(self.destinations(seat))
+        dest = dict(self._destinations(seat))
         if tile not in dest:
             raise RuleViolation(
                 "pawn_move",
@@ -537,7 +561,7 @@ class State:
                         "seat": seat,
                         "from_tile": here,
                         "to_tile": tile,
-                        "jumped": dest[tile],
+                        "jumped": list(dest[tile]),
                         "took_block": took,
                     }
                 }
@@ -545,11 +569,15 @@ class State:
         ]
 
     def _do_lay_stick(self, seat: int, anchor: int, paid: int) -> list[Event]:
-        cost = self.stick_cost(seat, anchor, paid)
+        route = self._route()  # in step with the pending sticks before this one
+        cost, problem = self._stick_check(seat, anchor, paid, route)
+        if problem is not None:
+            raise RuleViolation(*problem)
         color = self.color_index(paid)
         self.hands[seat][color] -= cost
         self.spent[color] += cost
         self.pending.append([anchor, paid, cost])
+        route.push(anchor, paid, cost, (color, self.hands[seat]))
         body = {"seat": seat, "anchor": anchor, "paid": paid, "cost": cost, "color": COLORS[color]}
         return [Event({"stick_laid": body})]
 
@@ -619,13 +647,9 @@ class State:
         return self._end_turn(seat, discarded)
 
     def _colour_exhausted(self) -> bool:
-        left = [0] * len(COLORS)
-        present = [False] * len(COLORS)
-        for color, n in zip(self.colors, self.blocks, strict=True):
-            if color >= 0:
-                left[color] += n
-                present[color] = True
-        return any(p and n == 0 for p, n in zip(present, left, strict=True))
+        """Whether the tiles of some colour on the map hold no block any more."""
+        blocks = self.blocks
+        return any(tiles and sum(blocks[t] for t in tiles) == 0 for tiles in self.color_tiles)
 
     def _end_turn(self, seat: int, discarded: int) -> list[Event]:
         nxt = (seat + 1) % self.players
@@ -642,7 +666,7 @@ class State:
                 return self._finish("END_REASON_BLOCKS_EXHAUSTED")
         self.turn = seat
         self.phase = "PHASE_MOVE"
-        if not self.destinations(seat):
+        if not self._destinations(seat):
             self.phase = "PHASE_BUILD"
             return [Event({"pawn_blocked": {"seat": seat, "tile": self.pawns[seat]}})]
         return []
@@ -661,12 +685,22 @@ class State:
     # ------------------------------------------------------------ scoring
 
     def city_totals(self, points: list[dict[int, int]]) -> dict[int, int]:
-        return {c: sum(p.get(c, 0) for p in points) for c in self.cities}
+        totals = dict.fromkeys(self.cities, 0)
+        for seat_points in points:
+            for city, n in seat_points.items():
+                if city in totals:
+                    totals[city] += n
+        return totals
 
-    def standings(self, points: list[dict[int, int]] | None = None) -> list[dict[str, int]]:
+    def standings(
+        self, points: list[dict[int, int]] | None = None, totals: dict[int, int] | None = None
+    ) -> list[dict[str, int]]:
+        """Per seat: score, cities with a house, sticks and house-points (``totals``: the
+        ``city_totals`` of ``points`` when the caller has them)."""
         if points is None:
             points = [self.house_points(s) for s in range(self.players)]
-        totals = self.city_totals(points)
+        if totals is None:
+            totals = self.city_totals(points)
         scores = board_scores(points, totals, top_count(self.players))
         rows = []
         for s in range(self.players):
@@ -733,14 +767,18 @@ class State:
 # ---------------------------------------------------------------- helpers
 
 
-Geometry = tuple[
-    tuple[Mapping[str, Any], ...],
-    dict[tuple[int, int], int],
-    list[list[int]],
-    list[int],
-    list[int],
-    list[list[tuple[int, tuple[int, int], int]]],
-]
+class Geometry(NamedTuple):
+    """What a map fixes, computed once per map (``_geometry``) and shared read-only."""
+
+    tiles: tuple[Mapping[str, Any], ...]
+    at: dict[tuple[int, int], int]  # cell -> tile index
+    adj: list[list[int]]  # neighbouring tiles
+    cities: list[int]
+    colors: list[int]  # colour index, -1 for a city
+    # the sticks a tile could anchor that pay for a land tile: (paid tile, ordered pair, paid colour)
+    land_links: list[list[tuple[int, tuple[int, int], int]]]
+    color_tiles: list[list[int]]  # per colour, its tiles
+    tile_rows: list[tuple[int, int, int, str, bool]]  # (index, q, r, terrain, circled)
 
 
 def _map_code(tiles: str | list[Any]) -> str:
@@ -754,9 +792,7 @@ def _map_code(tiles: str | list[Any]) -> str:
 
 @functools.lru_cache(maxsize=256)
 def _geometry(code: str) -> Geometry:
-    """Of a map (cached and shared, read-only: maps never change): the tiles, cell -> index,
-    neighbour lists, city indices, each tile's colour index (-1 for a city), and per tile the
-    sticks it could anchor that pay for a land tile, as (paid tile, ordered pair, paid colour)."""
+    """The geometry of a map (cached and shared, read-only: maps never change)."""
     packed = [tuple(int(x) for x in tile.split(",")) for tile in code.split(";")] if code else []
     tiles = tuple(
         MappingProxyType({"q": q, "r": r, "terrain": TERRAINS[t], "circled": bool(c)})
@@ -769,7 +805,9 @@ def _geometry(code: str) -> Geometry:
     links = [
         [(p, (min(a, p), max(a, p)), colors[p]) for p in adj[a] if colors[p] >= 0] for a in range(len(packed))
     ]
-    return tiles, at, adj, cities, colors, links
+    color_tiles = [[i for i, c in enumerate(colors) if c == color] for color in range(len(COLORS))]
+    rows = [(i, q, r, TERRAINS[t], bool(c)) for i, (q, r, t, c) in enumerate(packed)]
+    return Geometry(tiles, at, adj, cities, colors, links, color_tiles, rows)
 
 
 def _test_stick(tiles: list[JsonDict], seat: int, a: int, b: int, *paid_cost: int) -> list[int]:

@@ -25,9 +25,10 @@ def observe(state: State, seat: int | None) -> dict[str, Any]:
     """The View message fields from 10 on."""
     points = [state.house_points(s) for s in range(state.players)]
     totals = state.city_totals(points)
-    standings = state.standings(points)
+    standings = state.standings(points, totals)
     supply = house_supply(state.players)
     over = state.phase == "PHASE_OVER"
+    blocks = state.blocks
     players = []
     for s in range(state.players):
         players.append(
@@ -47,15 +48,8 @@ def observe(state: State, seat: int | None) -> dict[str, Any]:
     shown = range(state.players) if over else ([seat] if seat is not None else [])
     return {
         "tiles": [
-            {
-                "index": i,
-                "q": t["q"],
-                "r": t["r"],
-                "terrain": t["terrain"],
-                "circled": t["circled"],
-                "blocks": state.blocks[i],
-            }
-            for i, t in enumerate(state.tiles)
+            {"index": i, "q": q, "r": r, "terrain": terrain, "circled": circled, "blocks": blocks[i]}
+            for i, q, r, terrain, circled in state.tile_rows
         ],
         "players": players,
         "my_blocks": list(state.hands[seat]) if seat is not None else [],
