@@ -15,8 +15,11 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, NamedTuple, Self
 
+import msgspec
+
 from services.engine import (
     BadOptions,
+    EngineState,
     Event,
     GameInfo,
     JsonDict,
@@ -102,32 +105,37 @@ GAME = GameInfo(
 # ---------------------------------------------------------------- state
 
 
-class State:
-    """A Morisi match. Tiles are indexed in the order of ``tiles`` (rows, then columns)."""
+class State(EngineState, dict=True):
+    """A Morisi match. Tiles are indexed in the order of the map (rows, then columns).
 
-    def __init__(self, data: JsonDict) -> None:
-        self.players: int = data["players"]
-        self.seed: int = data["seed"]
-        # the custom tiles are the map itself: stored once, as ``tiles``
-        self.options: JsonDict = {**data["options"], "custom_tiles": []}
-        self.map_code = _map_code(data["tiles"])
-        self.blocks: list[int] = list(data["blocks"])
-        self.box: list[int] = list(data["box"])
-        self.spent: list[int] = list(data["spent"])
-        self.hands: list[list[int]] = [list(h) for h in data["hands"]]
-        self.pawns: list[int] = list(data["pawns"])
-        self.sticks: list[list[int]] = [list(s) for s in data["sticks"]]
-        self.pending: list[list[int]] = [list(p) for p in data["pending"]]
-        self.predictions: list[list[int]] = [list(p) for p in data["predictions"]]
-        self.phase: str = data["phase"]
-        self.turn: int = data["turn"]
-        self.start: int = data["start"]
-        self.turn_no: int = data["turn_no"]
-        self.end_reason: str = data["end_reason"]
-        self.house_winner: int = data["house_winner"]
-        # The house winner's cities as placed when the supply ran out ([city, points] pairs); empty
-        # otherwise. States stored before the supply rule had no such field.
-        self.final_houses: list[list[int]] = [list(h) for h in data.get("final_houses", [])]
+    The fields are the stored form. The instance ``__dict__`` holds only what is worked out
+    from them and never stored: the map's geometry (shared per map), the committed sticks
+    indexed (``network``), the pending route indexed and the turn's pawn destinations."""
+
+    players: int
+    seed: int
+    # normalized options; the custom tiles are the map itself, stored once as ``tiles``
+    options: dict[str, Any]
+    map_code: str = msgspec.field(name="tiles")  # see ``_map_code``
+    blocks: list[int]  # per tile, the blocks on it
+    box: list[int]  # per colour, the blocks in the box
+    spent: list[int]  # per colour, the blocks paid for sticks
+    hands: list[list[int]]  # per seat, its blocks by colour
+    pawns: list[int]  # per seat, its pawn's tile (-1 before it is placed)
+    sticks: list[list[int]]  # committed: [seat, a, b, paid, cost] with a < b
+    pending: list[list[int]]  # laid this turn: [anchor, paid, cost]
+    predictions: list[list[int]]  # per seat, the cities it predicted
+    phase: str  # one of PHASES
+    turn: int
+    start: int
+    turn_no: int
+    end_reason: str  # one of END_REASONS
+    house_winner: int  # the seat that ran out of houses, else -1
+    # The house winner's cities as placed when the supply ran out ([city, points] pairs); empty
+    # otherwise. States stored before the supply rule had no such field.
+    final_houses: list[list[int]] = msgspec.field(default_factory=list)
+
+    def __post_init__(self) -> None:
         self._index()
 
     def _index(self) -> None:
@@ -188,7 +196,7 @@ class State:
         blocks = [board.blocks_for_tile(players, t, c) for _, _, t, c in layout]
         on_board = [sum(b for b, t in zip(blocks, tiles, strict=True) if t["terrain"] == c) for c in COLORS]
         start = rng(seed, "start").randrange(players)
-        state = cls(
+        return cls.from_dict(
             {
                 "players": players,
                 "seed": seed,
@@ -210,7 +218,6 @@ class State:
                 "house_winner": -1,
             }
         )
-        return state
 
     @classmethod
     def for_test(
@@ -267,39 +274,16 @@ class State:
             for i in range(len(COLORS)):
                 used[i] += data["spent"][i] + sum(h[i] for h in data["hands"])
             data["box"] = [BLOCKS_PER_COLOR - u for u in used]
-        return cls(data)
-
-    def to_dict(self) -> JsonDict:
-        return {
-            "players": self.players,
-            "seed": self.seed,
-            "options": dict(self.options),
-            "tiles": self.map_code,
-            "blocks": list(self.blocks),
-            "box": list(self.box),
-            "spent": list(self.spent),
-            "hands": [list(h) for h in self.hands],
-            "pawns": list(self.pawns),
-            "sticks": [list(s) for s in self.sticks],
-            "pending": [list(p) for p in self.pending],
-            "predictions": [list(p) for p in self.predictions],
-            "phase": self.phase,
-            "turn": self.turn,
-            "start": self.start,
-            "turn_no": self.turn_no,
-            "end_reason": self.end_reason,
-            "house_winner": self.house_winner,
-            "final_houses": [list(h) for h in self.final_houses],
-        }
+        return cls.from_dict(data)
 
     @classmethod
-    def from_dict(cls, d: JsonDict) -> Self:
-        return cls(d)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, State) and self.to_dict() == other.to_dict()
-
-    __hash__ = None  # type: ignore[assignment]
+    def from_dict(cls, data: JsonDict) -> Self:
+        """The state ``to_dict`` gave, or a state as ``new`` and older versions wrote it: the map
+        as one dict per tile, the options with the custom tiles in them, no ``final_houses``."""
+        options = data["options"]
+        if not isinstance(data["tiles"], str) or options.get("custom_tiles") != []:
+            data = {**data, "tiles": _map_code(data["tiles"]), "options": {**options, "custom_tiles": []}}
+        return super().from_dict(data)
 
     # ------------------------------------------------------------ queries
 
