@@ -120,12 +120,13 @@ class Network:
         count: dict[int, int] = {}
         joined_cities = False
         for a, b in extra:
-            joined_cities = self._join(seat, up, count, a, b) or joined_cities
+            joined_cities = self.join(seat, up, count, a, b) or joined_cities
         return up, count, joined_cities
 
-    def _join(self, seat: int, up: dict[int, int], count: dict[int, int], a: int, b: int) -> bool:
+    def join(self, seat: int, up: dict[int, int], count: dict[int, int], a: int, b: int) -> bool:
         """One extra stick ``a``-``b`` merged into ``up``/``count`` (see ``_merge``): whether it
-        joined two components that each hold a city."""
+        joined two components that each hold a city (so every city of both counts more cities:
+        a house is added)."""
         ra = self.find(seat, a)
         while ra in up:
             ra = up[ra]
@@ -139,11 +140,6 @@ class Network:
         up[ra] = rb
         count[rb] = ca + cb
         return ca > 0 and cb > 0
-
-    def adds_house(self, seat: int, extra: Iterable[Pair]) -> bool:
-        """Whether ``extra`` sticks change some city's house-points: exactly when they join two
-        components that both hold a city (every city of both then counts more cities)."""
-        return self._merge(seat, extra)[2]
 
     def points(self, seat: int, cities: Iterable[int], extra: Iterable[Pair] = ()) -> dict[int, int]:
         """City -> k - 1 for each city in a component of k >= 2 cities (``extra`` sticks added)."""
@@ -247,7 +243,7 @@ class PendingRoute:
                 self.dead_ends += 1 if d == 1 else -1
         if not self.adds_house:  # once a house is added, more sticks keep it added
             up, count = self._up, self._count = dict(self._up), dict(self._count)
-            self.adds_house = network._join(self.seat, up, count, anchor, paid)
+            self.adds_house = network.join(self.seat, up, count, anchor, paid)
         if paid_with is not None and self._hand is not None:
             self._follow_hand(anchor, paid, pair, *paid_with)
         else:

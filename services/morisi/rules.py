@@ -140,20 +140,17 @@ class State(EngineState, dict=True):
 
     def _index(self) -> None:
         geometry = _geometry(self.map_code)
-        self.tiles, self.at, self.adj, self.cities = (
-            geometry.tiles,
-            geometry.at,
-            geometry.adj,
-            geometry.cities,
-        )
-        self.colors, self.land_links, self.color_tiles = (
-            geometry.colors,
-            geometry.land_links,
-            geometry.color_tiles,
-        )
+        self.tiles = geometry.tiles
+        self.at = geometry.at
+        self.adj = geometry.adj
+        self.cities = geometry.cities
+        self.colors = geometry.colors
+        self.land_links = geometry.land_links
+        self.color_tiles = geometry.color_tiles
         self.tile_rows = geometry.tile_rows
         self._network: Network | None = None
         self._pending_route: PendingRoute | None = None
+        self._destinations_of: tuple[tuple[int, ...], list[tuple[int, list[int]]]] | None = None
 
     @property
     def network(self) -> Network:
@@ -317,7 +314,7 @@ class State(EngineState, dict=True):
         """``destinations``, shared: read, never changed (a turn asks three times, for the same
         pawns)."""
         key = (seat, *self.pawns)
-        known = self.__dict__.get("_destinations_of")
+        known = self._destinations_of
         if known is not None and known[0] == key:
             return known[1]
         found = self._find_destinations(seat)
