@@ -65,7 +65,20 @@ async def test_all_replicas_down_answers_unavailable_fast_and_flips_overall_heal
                 return await health_status(channel, "") == status
 
             await wait_until(lambda: overall_is(SERVING), "overall SERVING")
-            match = await happy_client.create(2)
+            created: list[common_pb2.Match] = []
+
+            async def create() -> bool:
+                # A replica that has just started may still be connecting to the gateway
+                # (on a loaded machine, past the gateway's 1 s wait): UNAVAILABLE, retried.
+                try:
+                    created.append(await happy_client.create(2))
+                except grpc.aio.AioRpcError as error:
+                    if error.code() != grpc.StatusCode.UNAVAILABLE:
+                        raise
+                return bool(created)
+
+            await wait_until(create, "a match created while every replica is up")
+            match = created[0]
 
             happy.send_signal(signal.SIGKILL)
             happy.wait(timeout=10)
