@@ -23,9 +23,6 @@ from services.runtime.codec import to_dict
 from tests.engine_checks import codecs_give_back
 
 GAMES = sorted(GAME_PACKAGES)
-# The games whose State is an EngineState (a msgspec Struct) so far; More and Morisi join the
-# codec check below as they are converted (issue 15 item 3).
-STRUCT_GAMES = ("happy_mochi", "momiji", "mori")
 SEEDS = (3, 17)
 MAX_STEPS = 20_000
 # A match in which every seat times out (default options) must end within this many moves.
@@ -38,7 +35,6 @@ def player_counts(game: str) -> list[int]:
 
 
 CASES = [(game, players) for game in GAMES for players in player_counts(game)]
-STRUCT_CASES = [(game, players) for game, players in CASES if game in STRUCT_GAMES]
 
 
 def case_id(case: tuple[str, int]) -> str:
@@ -153,7 +149,7 @@ def test_a_match_where_every_seat_times_out_ends(case):
         assert state.is_over(), f"{game} seed {seed}: no end after {steps} timeout moves"
 
 
-@pytest.mark.parametrize("case", STRUCT_CASES, ids=case_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_the_state_is_an_engine_state_that_its_codecs_give_back_along_random_play(case):
     game, players = case
     rules = rules_module(game)
