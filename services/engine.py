@@ -57,13 +57,14 @@ class BadOptions(MoveError):
     """Match creation parameters (player count, options) are invalid: INVALID_ARGUMENT."""
 
 
-@dataclass(frozen=True)
-class Event:
+class Event(msgspec.Struct, frozen=True):
     """Something that happened, as the game's MatchEvent oneof dict.
 
     ``to`` lists the seats allowed to see it; ``None`` means everyone,
     spectators included. Secrets (a drawn card) go in an event addressed to
-    their owner, next to a public event without the secret.
+    their owner, next to a public event without the secret. A frozen msgspec
+    Struct: every apply makes several, and it is built ~9x faster than a frozen
+    dataclass.
     """
 
     body: JsonDict
