@@ -9,8 +9,13 @@ route and counting houses never rescan every stick on the board.
 from __future__ import annotations
 
 import bisect
+import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+# What a PendingRoute's index is made of: saved before each pushed stick, restored on an undo.
+_INDEX_FIELDS = ("pairs", "degree", "dead_ends", "adds_house", "_up", "_count", "_options", "_hand")
+_index_of = operator.attrgetter(*_INDEX_FIELDS)
 
 Pair = tuple[int, int]
 # A stick a seat could lay: (anchor, paid tile, ordered pair, paid colour, cost in blocks)
@@ -201,16 +206,8 @@ class PendingRoute:
             return True
         n = len(pending)
         if n < len(sticks) and sticks[:n] == pending:
-            (
-                self.pairs,
-                self.degree,
-                self.dead_ends,
-                self.adds_house,
-                self._up,
-                self._count,
-                self._options,
-                self._hand,
-            ) = self._before[n]
+            for name, value in zip(_INDEX_FIELDS, self._before[n], strict=True):
+                setattr(self, name, value)
             del self._before[n:]
             del sticks[n:]
             return True
@@ -219,18 +216,7 @@ class PendingRoute:
     def push(self, anchor: int, paid: int, cost: int, paid_with: tuple[int, list[int]] | None = None) -> None:
         """Index one more pending stick; ``paid_with``: its colour and the seat's blocks after
         paying for it, for the sticks it may lay next to follow (else they are listed again)."""
-        self._before.append(
-            (
-                self.pairs,
-                self.degree,
-                self.dead_ends,
-                self.adds_house,
-                self._up,
-                self._count,
-                self._options,
-                self._hand,
-            )
-        )
+        self._before.append(_index_of(self))
         network = self.network
         pair = (anchor, paid) if anchor < paid else (paid, anchor)
         self.sticks.append([anchor, paid, cost])
