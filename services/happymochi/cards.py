@@ -63,3 +63,24 @@ def check_duo(left: int, right: int, top_left: int, top_right: int, side: str) -
             "the Central Duo is one colour, so the Duo must be two cards of one colour",
         )
     return None
+
+
+def playable_duos(hand: list[int], top_left: int, top_right: int, side: str) -> list[int]:
+    """The positions ``i`` whose Duo (hand[i], hand[i + 1]) ``check_duo`` allows: the same
+    rule, with the Central Duo's number and colours worked out once for the whole hand (it
+    runs for every legal-move listing)."""
+    target = 10 * (top_left % VALUES) + top_right % VALUES
+    one_colour = top_left // VALUES == top_right // VALUES
+    plus, minus = side == PLUS, side == MINUS
+    playable = []
+    for i in range(len(hand) - 1):
+        left, right = hand[i], hand[i + 1]
+        left_value, right_value = left % VALUES, right % VALUES
+        if left_value != right_value:  # not a Happy Mochi: the restrictions apply
+            number = 10 * left_value + right_value
+            if (plus and number <= target) or (minus and number >= target):
+                continue
+            if one_colour and left // VALUES != right // VALUES:
+                continue
+        playable.append(i)
+    return playable

@@ -40,6 +40,7 @@ from services.happymochi.cards import (
     check_duo,
     duo_number,
     is_happy_mochi,
+    playable_duos,
 )
 from services.happymochi.moves import DECK, LEFT, SOURCES, STACK_OF, parse_move
 
@@ -273,13 +274,7 @@ class State(EngineState):
         return [s for s in SOURCES if self.source_available(s)]
 
     def legal_duos(self, seat: int) -> list[int]:
-        hand = self.hands[seat]
-        top_l, top_r = self.left[-1], self.right[-1]
-        return [
-            i
-            for i in range(len(hand) - 1)
-            if check_duo(hand[i], hand[i + 1], top_l, top_r, self.value_side) is None
-        ]
+        return playable_duos(self.hands[seat], self.left[-1], self.right[-1], self.value_side)
 
     def pending_draws(self) -> int:
         return sum(1 for c in self.pending if card_effect(c) == "EFFECT_DRAW")

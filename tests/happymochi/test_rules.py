@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import random
 
 import pytest
 
 from services.engine import BadOptions, MalformedMove, NotYourTurn, RuleViolation
 from services.happymochi import rules
+from services.happymochi.cards import DECK_SIZE, MINUS, PLUS, check_duo, playable_duos
 from services.happymochi.rules import GAME, State
 from tests.engine_checks import refused
 
@@ -246,6 +248,22 @@ def test_happy_mochi_ignores_value_and_color_restrictions():
     # and on the - side against 00
     low = State.for_test([[c(R, 3), c(B, 3)], [c(G, 4)]], [c(Y, 0)], [c(Y, 0)], value_side="VALUE_SIDE_MINUS")
     assert duo(0) in low.legal_moves(0)
+
+
+def test_playable_duos_is_check_duo_for_every_pair():
+    """The legal-move listing's one-pass Duo check allows exactly the pairs check_duo
+    allows, over random hands, Central Duos and Value sides."""
+    rng = random.Random(11)
+    for _ in range(3000):
+        hand = rng.sample(range(DECK_SIZE), rng.randint(0, 12))
+        top_left, top_right = rng.sample(range(DECK_SIZE), 2)
+        for side in (PLUS, MINUS):
+            expected = [
+                i
+                for i in range(len(hand) - 1)
+                if check_duo(hand[i], hand[i + 1], top_left, top_right, side) is None
+            ]
+            assert playable_duos(hand, top_left, top_right, side) == expected
 
 
 def test_legal_moves_list_exactly_the_playable_duos():
