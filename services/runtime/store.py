@@ -31,6 +31,7 @@ import structlog
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 
+from services.engine import EngineState
 from services.runtime import keys, metrics
 from services.runtime.redis_client import IdleClosingPool, RedisClient, text
 
@@ -211,23 +212,19 @@ _STORED_FIELDS = _StoredRecord.__struct_fields__
 _decode_record = msgspec.msgpack.Decoder(_StoredRecord).decode
 
 
-def encode_state(state: Any) -> msgspec.Raw:
+def encode_state(state: EngineState) -> msgspec.Raw:
     """An engine state as a record stores it: the MessagePack of its Struct (field names as
-    map keys, the same bytes its ``to_dict`` would pack to), or of ``to_dict`` for a State
-    that is not a Struct."""
-    return msgspec.Raw(_pack(state if isinstance(state, msgspec.Struct) else state.to_dict()))
+    map keys, the same bytes its ``to_dict`` would pack to)."""
+    return msgspec.Raw(_pack(state))
 
 
 class StateDecoder:
     """Reads ``State`` from a record's stored state: by msgspec's decoder typed with the
     State Struct (no dicts built on the way), or ``from_dict`` of a JSON-era dict."""
 
-    def __init__(self, state_class: Any) -> None:
+    def __init__(self, state_class: type[EngineState]) -> None:
         self._from_dict = state_class.from_dict
-        if isinstance(state_class, type) and issubclass(state_class, msgspec.Struct):
-            self._decode = msgspec.msgpack.Decoder(state_class).decode
-        else:
-            self._decode = lambda raw: state_class.from_dict(_unpack(raw))
+        self._decode = msgspec.msgpack.Decoder(state_class).decode
 
     def __call__(self, stored: Any) -> Any:
         if isinstance(stored, msgspec.Raw | bytes):
