@@ -95,17 +95,22 @@ def watch_count(service: str) -> WatchCount:
 
 def redis_command_seconds(name: str, seconds: float) -> None:
     """A command sent past the instrumented client (the commit's quick lane)."""
+    _redis_seconds(name).observe(seconds)
+
+
+def _redis_seconds(name: str) -> Any:
+    """REDIS_SECONDS for command ``name``: its label child, looked up once."""
     histogram = _redis_histograms.get(name)
     if histogram is None:
         histogram = _redis_histograms[name] = REDIS_SECONDS.labels(command=name)
-    histogram.observe(seconds)
+    return histogram
 
 
 _redis_histograms: dict[str, Any] = {}
 
 
 def _timed(name: str, send: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    histogram = REDIS_SECONDS.labels(command=name)
+    histogram = _redis_seconds(name)
 
     async def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
@@ -120,13 +125,9 @@ def _timed(name: str, send: Callable[..., Awaitable[Any]]) -> Callable[..., Awai
 def instrument_redis(client: Any) -> Any:
     """Time every command and pipeline of a redis.asyncio client (plain or cluster)."""
     execute = client.execute_command
-    histograms: dict[str, Any] = {}
 
     async def execute_command(*args: Any, **kwargs: Any) -> Any:
-        name = str(args[0]).split(" ", 1)[0].upper() if args else "?"
-        histogram = histograms.get(name)
-        if histogram is None:
-            histogram = histograms[name] = REDIS_SECONDS.labels(command=name)
+        histogram = _redis_seconds(str(args[0]).split(" ", 1)[0].upper() if args else "?")
         started = time.perf_counter()
         try:
             return await execute(*args, **kwargs)
