@@ -13,9 +13,8 @@ from grpc_health.v1 import health_pb2
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, running_redis, wait_for_port
-from tests.conftest import TOKEN_SECRET
 from tests.helpers import health_status, wait_until
-from tests.test_processes import spawn
+from tests.test_processes import spawn_service
 
 HAPPY = "mogames.happymochi.v1.HappyMochi"
 
@@ -26,15 +25,7 @@ async def test_a_hung_redis_answers_unavailable_fast_and_turns_health_not_servin
         redis_pid = int((await probe.info("server"))["process_id"])
         await probe.aclose()
         port = free_port()
-        service = spawn(
-            ["-m", "services", "happy_mochi"],
-            {
-                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-                "MOGAMES_REDIS_URL": redis_url,
-                "MOGAMES_LISTEN": f"127.0.0.1:{port}",
-            },
-            tmp_path / "service.log",
-        )
+        service = spawn_service("happy_mochi", f"127.0.0.1:{port}", redis_url, tmp_path / "service.log")
         stopped = False
         try:
             wait_for_port(port, 30)

@@ -17,9 +17,8 @@ from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
-from tests.conftest import TOKEN_SECRET
 from tests.helpers import health_status, wait_until
-from tests.test_processes import spawn
+from tests.test_processes import spawn, spawn_service
 
 HAPPY = "mogames.happymochi.v1.HappyMochi"
 MORI = "mogames.mori.v1.Mori"
@@ -28,12 +27,7 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 def _service(game: str, port: int, redis_url: str, log: Path) -> subprocess.Popen[str]:
-    env = {
-        "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-        "MOGAMES_REDIS_URL": redis_url,
-        "MOGAMES_LISTEN": f"127.0.0.1:{port}",
-    }
-    return spawn(["-m", "services", game], env, log)
+    return spawn_service(game, f"127.0.0.1:{port}", redis_url, log)
 
 
 def _log_events(path: Path) -> list[dict]:

@@ -32,6 +32,18 @@ def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[s
         )
 
 
+def spawn_service(
+    game: str, listen: str, redis_url: str, log: Path, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
+    """A game service process on ``listen``, with the tests' token secret, and ``env`` on top."""
+    settings = {
+        "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
+        "MOGAMES_REDIS_URL": redis_url,
+        "MOGAMES_LISTEN": listen,
+    }
+    return spawn(["-m", "services", game], {**settings, **(env or {})}, log)
+
+
 @dataclass
 class ServicesAndGateway:
     services: dict[str, subprocess.Popen[str]]  # by game
@@ -85,16 +97,12 @@ def _start_services_and_gateway(
     addresses = {game: f"127.0.0.1:{free_port()}" for game in games}
     gateway_address = f"127.0.0.1:{free_port()}"
     services = {
-        game: spawn(
-            ["-m", "services", game],
-            {
-                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-                "MOGAMES_REDIS_URL": redis_url,
-                "MOGAMES_LISTEN": addresses[game],
-                "MOGAMES_LOG_LEVEL": "warning",
-                **(service_env or {}),
-            },
+        game: spawn_service(
+            game,
+            addresses[game],
+            redis_url,
             tmp_path / f"{game}.log",
+            {"MOGAMES_LOG_LEVEL": "warning", **(service_env or {})},
         )
         for game in games
     }
@@ -145,15 +153,7 @@ def test_service_stops_when_its_port_is_taken(redis_url, tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        service = spawn(
-            ["-m", "services", "happy_mochi"],
-            {
-                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-                "MOGAMES_REDIS_URL": redis_url,
-                "MOGAMES_LISTEN": f"127.0.0.1:{port}",
-            },
-            tmp_path / "service.log",
-        )
+        service = spawn_service("happy_mochi", f"127.0.0.1:{port}", redis_url, tmp_path / "service.log")
         try:
             assert service.wait(timeout=30) != 0
         finally:
