@@ -6,21 +6,16 @@ Per game it prints a Markdown table row (CPU time, ``time.process_time``):
 
 * steps/s: random play, one step = ``legal_moves(seat)`` + ``apply`` of a random legal
   move (a finished match is replaced by a new one, its ``State.new`` included in the time);
-* the state codec, over states sampled along that play: encode, decode, the round trip
-  (µs each) and the encoded size in bytes (mean and largest). The ``codec`` column says which:
-
-  - ``msgpack``, for a game whose ``State`` is an ``EngineState`` (a msgspec Struct): the
-    codec the server stores states with, typed MessagePack of the Struct,
-    ``msgspec.msgpack.Encoder().encode(state)`` / ``msgspec.msgpack.Decoder(State).decode(data)``;
-  - ``json``, for a game whose ``State`` is not one yet: what the server ran on every RPC
-    before, ``to_dict`` + ``json.dumps`` (as UTF-8 bytes) / ``json.loads`` + ``from_dict``;
+* the state codec the store uses (services/runtime/store.py: ``encode_state``, the
+  MessagePack of the State Struct, and ``StateDecoder``, typed by its class), over states
+  sampled along that play: encode, decode, the round trip (µs each) and the encoded size in
+  bytes (mean and largest);
 * view: one ``view(seat)`` of the seat to move, over the same states.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import time
@@ -28,11 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from clients.markdown import table
 from services.catalog import GAME_PACKAGES, rules_module
-from services.engine import EngineState
+from services.runtime.store import StateDecoder, encode_state
 
 SAMPLE_EVERY = 37  # steps between sampled states (prime, so phases of a turn vary)
 MAX_SAMPLES = 300
@@ -45,32 +38,12 @@ class Figures:
     steps: int
     matches: int
     steps_per_s: float
-    codec: str
     encode_us: float
     decode_us: float
     round_trip_us: float
     size_mean: float
     size_max: int
     view_us: float
-
-
-@dataclass(frozen=True)
-class StateCodec:
-    name: str
-    encode: Callable[[Any], bytes]
-    decode: Callable[[bytes], Any]
-
-
-def state_codec(state_class: Any) -> StateCodec:
-    """Typed MessagePack for an ``EngineState``; the old ``to_dict`` + JSON for any other State."""
-    if isinstance(state_class, type) and issubclass(state_class, EngineState):
-        encoder, decoder = msgspec.msgpack.Encoder(), msgspec.msgpack.Decoder(state_class)
-        return StateCodec("msgpack", encoder.encode, decoder.decode)
-    return StateCodec(
-        "json",
-        lambda state: json.dumps(state.to_dict()).encode(),
-        lambda data: state_class.from_dict(json.loads(data)),
-    )
 
 
 def cpu_us_per_call(fn: Callable[[Any], object], items: list[Any], repeat: int) -> float:
@@ -105,17 +78,17 @@ def random_play(game: str, players: int, steps: int, seed: int) -> tuple[float, 
 
 
 def measure(game: str, players: int, steps: int, seed: int) -> Figures:
-    codec = state_codec(rules_module(game).State)
+    decode_state = StateDecoder(rules_module(game).State)
     elapsed, matches, states = random_play(game, players, steps, seed)
-    encoded = [codec.encode(s) for s in states]
+    encoded = [encode_state(s) for s in states]
     for state, data in zip(states, encoded, strict=True):
-        if codec.decode(data) != state:  # a codec that loses something would time nothing useful
-            raise SystemExit(f"{game}: the {codec.name} state codec does not round-trip")
+        if decode_state(data) != state:  # a codec that loses something would time nothing useful
+            raise SystemExit(f"{game}: the state codec does not round-trip")
     sizes = [len(data) for data in encoded]
     repeat = max(1, 2000 // len(states))
-    encode = cpu_us_per_call(codec.encode, states, repeat)
-    decode = cpu_us_per_call(codec.decode, encoded, repeat)
-    round_trip = cpu_us_per_call(lambda s: codec.decode(codec.encode(s)), states, repeat)
+    encode = cpu_us_per_call(encode_state, states, repeat)
+    decode = cpu_us_per_call(decode_state, encoded, repeat)
+    round_trip = cpu_us_per_call(lambda s: decode_state(encode_state(s)), states, repeat)
     seated = [(s, (s.active_seats() or [0])[0]) for s in states]
     view = cpu_us_per_call(lambda pair: pair[0].view(pair[1]), seated, repeat)
     return Figures(
@@ -124,7 +97,6 @@ def measure(game: str, players: int, steps: int, seed: int) -> Figures:
         steps=steps,
         matches=matches,
         steps_per_s=steps / elapsed if elapsed else float("inf"),
-        codec=codec.name,
         encode_us=encode,
         decode_us=decode,
         round_trip_us=round_trip,
@@ -140,7 +112,6 @@ HEADER = (
     "steps",
     "matches",
     "steps/s",
-    "codec",
     "encode µs",
     "decode µs",
     "round trip µs",
@@ -157,7 +128,6 @@ def cells(f: Figures) -> list[str]:
         str(f.steps),
         str(f.matches),
         f"{f.steps_per_s:,.0f}",
-        f.codec,
         f"{f.encode_us:.1f}",
         f"{f.decode_us:.1f}",
         f"{f.round_trip_us:.1f}",
