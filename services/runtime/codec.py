@@ -16,6 +16,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
 from services.engine import GameInfo
+from services.runtime.by_identity import ByIdentity
 from services.runtime.store import StoredEvent
 
 M = TypeVar("M", bound=Message)
@@ -128,7 +129,7 @@ class Codec:
     def __init__(self, game: GameInfo) -> None:
         self.game = game
         self.pb2, self.pb2_grpc = generated_modules(game)
-        self._events: dict[int, tuple[StoredEvent, Message]] = {}
+        self._events: ByIdentity[Message] = ByIdentity(EVENTS_KEPT)
 
     def options(self, request: Message) -> dict[str, Any]:
         return to_dict(request.options)  # type: ignore[attr-defined]
@@ -153,14 +154,10 @@ class Codec:
     def event(self, event: StoredEvent) -> Message:
         """The event as sent (never to be changed: it is shared). Made once per stored event
         however many watchers and answers carry it."""
-        kept = self._events.get(id(event))
-        if kept is not None and kept[0] is event:
-            return kept[1]
-        message = from_dict(self.pb2.MatchEvent, event.body)
-        message.version = event.version
-        message.seq = event.seq
-        if len(self._events) >= EVENTS_KEPT:
-            self._events.clear()
-        # The entry holds the event, so its id is not reused by another one meanwhile.
-        self._events[id(event)] = (event, message)
+        message = self._events.get(event)
+        if message is None:
+            message = from_dict(self.pb2.MatchEvent, event.body)
+            message.version = event.version
+            message.seq = event.seq
+            self._events.put(event, message)
         return message

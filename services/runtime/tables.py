@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.runtime.auth import SeatGrant, issue_token
+from services.runtime.by_identity import ByIdentity
 from services.runtime.errors import InvalidArgument, Unauthenticated
 
 BOT_LEVELS = ("random", "policy")
@@ -114,22 +115,18 @@ def new_lifecycle(options: TableOptions, players: int) -> dict[str, Any]:
 # TableOptions of the record tables read lately, by the table dict's identity (a record's
 # table is set when the match is created and never changed in place): every call on a
 # match reads its seats, so parsing its options once per decoded record matters.
-_OPTIONS_KEPT = 4096
-_options_by_table: dict[int, tuple[dict[str, Any], TableOptions]] = {}
+_options_by_table: ByIdentity[TableOptions] = ByIdentity(4096)
 
 
 def options_of(table: dict[str, Any]) -> TableOptions:
-    kept = _options_by_table.get(id(table))
-    if kept is not None and kept[0] is table:
-        return kept[1]
+    kept = _options_by_table.get(table)
+    if kept is not None:
+        return kept
     if not table:
         return TableOptions()
     known = {k: v for k, v in table.items() if k in TableOptions.__dataclass_fields__}
     options = TableOptions(**{**known, "bot_seats": tuple(known.get("bot_seats", ()))})
-    if len(_options_by_table) >= _OPTIONS_KEPT:
-        _options_by_table.clear()
-    # The entry holds the table itself, so its id cannot be reused by another dict meanwhile.
-    _options_by_table[id(table)] = (table, options)
+    _options_by_table.put(table, options)
     return options
 
 
