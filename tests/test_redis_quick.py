@@ -15,6 +15,8 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from services.runtime.redis_client import connect
 from tests.helpers import wait_until
 
+BLOCK_S = 30  # how long a test's BLPOP would block if nothing closed its connection
+
 
 @pytest.fixture
 async def pool(redis_url):
@@ -31,11 +33,12 @@ async def test_an_error_reply_leaves_the_connection_in_use(pool):
     assert len(pool._quick) == 1  # one connection served all three
 
 
-async def test_a_command_past_its_timeout_fails_and_its_connection_is_dropped(pool):
+async def test_a_command_past_its_timeout_fails_and_its_connection_is_dropped(pool, redis_client):
     key = f"quick-{uuid.uuid4()}"
     with pytest.raises(RedisTimeoutError, match=r"within 0\.2 s"):
-        await pool.quick("BLPOP", key, 5, timeout_s=0.2)
+        await pool.quick("BLPOP", key, BLOCK_S, timeout_s=0.2)
     assert pool._quick == []
+    await _until_redis_saw_the_close(redis_client)
     # Had the blocked connection been kept, the BLPOP still waiting on it would take this.
     await pool.quick("RPUSH", key, "kept")
     assert await pool.quick("LPOP", key) == b"kept"
@@ -43,14 +46,26 @@ async def test_a_command_past_its_timeout_fails_and_its_connection_is_dropped(po
 
 async def test_a_cancelled_command_does_not_leave_its_reply_to_the_next(pool, redis_client):
     key = f"quick-{uuid.uuid4()}"
-    waiting = asyncio.create_task(pool.quick("BLPOP", key, 5))
+    waiting = asyncio.create_task(pool.quick("BLPOP", key, BLOCK_S))
     await wait_until(lambda: _blocked_clients(redis_client), "the BLPOP to block")
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
+    await _until_redis_saw_the_close(redis_client)
     await redis_client.rpush(key, "kept")
     assert await pool.quick("LPOP", key) == b"kept"
 
 
+async def _until_redis_saw_the_close(redis_client) -> None:
+    # Redis drops a closed client when it reads the close, which can come after a push sent
+    # on another connection: until then the blocked BLPOP is still served (and its reply
+    # lost with the socket). Far shorter than BLOCK_S, so a connection kept open fails here.
+    async def unblocked() -> bool:
+        return not await _blocked_clients(redis_client)
+
+    await wait_until(unblocked, "Redis to drop the closed connection's BLPOP", timeout_s=5)
+
+
 async def _blocked_clients(redis_client) -> bool:
-    return int((await redis_client.info("clients"))["blocked_clients"]) > 0
+    # Only this file blocks in BLPOP; the session's Redis may hold other tests' blocked XREADs.
+    return any(c["cmd"] == "blpop" for c in await redis_client.client_list())
