@@ -16,9 +16,18 @@ import pytest
 
 from services.catalog import rules_module
 from services.runtime import keys
+from services.runtime.errors import Aborted, FailedPrecondition
 from services.runtime.matches import FINISHED, MatchService, MoveResult
 from services.runtime.redis_client import connect
-from services.runtime.store import CHUNK, DIGEST_BYTES, KEEP_RECENT, MatchStore, StoredEvent
+from services.runtime.store import (
+    CHUNK,
+    DIGEST_BYTES,
+    KEEP_RECENT,
+    RECORD_BYTES,
+    REQUEST_WINDOW,
+    MatchStore,
+    StoredEvent,
+)
 from tests.conftest import service_settings
 
 Position = tuple[int, int]
@@ -117,8 +126,11 @@ async def test_a_finished_match_replays_and_resumes_exactly_after_compaction(
                 version, seq = position
                 after = [e for e in visible if (e.version, e.seq) > position]
                 assert await watched(watcher, match_id, token, {"version": version, "seq": seq}) == after
-        # A retried request id, however old, gets its first answer whole and applies nothing.
-        for request_id, (seat, move, first) in answers.items():
+        # A retried request id of the match's last REQUEST_WINDOW moves, archived or not,
+        # gets its first answer whole; an older one is a new move, refused: the match is
+        # over. Neither applies anything.
+        assert len(answers) > REQUEST_WINDOW
+        for request_id, (seat, move, first) in list(answers.items())[-REQUEST_WINDOW:]:
             again = await services[1].submit_move(match_id, tokens[seat], move, None, request_id)
             assert (again.version, again.events, again.active_seats, again.status) == (
                 first.version,
@@ -126,6 +138,9 @@ async def test_a_finished_match_replays_and_resumes_exactly_after_compaction(
                 first.active_seats,
                 first.status,
             )
+        request_id, (seat, move, _) = next(iter(answers.items()))
+        with pytest.raises(FailedPrecondition, match="match_over"):
+            await services[1].submit_move(match_id, tokens[seat], move, None, request_id)
         assert await services[0].store.history(match_id) == history
 
 
@@ -227,3 +242,22 @@ async def test_a_request_digest_counts_only_at_a_record_start(redis_url: str, re
         for digest, version in [(first, 7), (second, 9), (straddling, None), (b"\x03" * DIGEST_BYTES, None)]:
             _, found = await store.load_for_request(match_id, digest)
             assert found == version, digest
+
+
+async def test_a_match_keeps_the_request_records_of_its_last_moves_only(redis_url: str) -> None:
+    """The records stop growing at REQUEST_WINDOW moves: the last ones' retries still get
+    their first answer; an older retry is a new move, which its stale expected version
+    refuses, applying nothing."""
+    async with replicas("happy_mochi", redis_url) as services:
+        store = services[0].store
+        match_id, tokens = await start(services[0], 2, 17)
+        history, answers = await play(services, match_id, tokens, 17, moves=REQUEST_WINDOW + 9)
+        assert len(answers) == REQUEST_WINDOW + 9, "the match ended before the window filled"
+        assert await store.redis.strlen(keys.requests(match_id)) == REQUEST_WINDOW * RECORD_BYTES
+        for request_id, (seat, move, first) in list(answers.items())[-REQUEST_WINDOW:]:
+            again = await services[1].submit_move(match_id, tokens[seat], move, None, request_id)
+            assert (again.version, again.events) == (first.version, first.events)
+        request_id, (seat, move, first) = next(iter(answers.items()))
+        with pytest.raises(Aborted):
+            await services[1].submit_move(match_id, tokens[seat], move, first.version - 1, request_id)
+        assert await store.history(match_id) == history, "no retry applied anything"

@@ -10,7 +10,7 @@ list; once the tail is long, its oldest ``CHUNK`` elements move, zlib-compressed
 element of the ``archive`` list. The commit script hands those elements back in its reply
 and the replica's next commit on the match brings the compressed chunk, so compaction
 costs no round trip of its own. Request ids are 12-byte records (a digest, the version)
-appended to one string per match.
+in one string per match, which keeps the match's last ``REQUEST_WINDOW`` of them.
 """
 
 from __future__ import annotations
@@ -51,6 +51,10 @@ KEEP_RECENT = 4
 # A request record: an 8-byte digest of (seat, request id), the version, 4 bytes big-endian.
 DIGEST_BYTES = 8
 RECORD_BYTES = DIGEST_BYTES + 4
+# The request records a match keeps: its last this many moves' (all seats together), so a
+# retry is recognised within that many later moves. Kept whole, the records grew 12 bytes
+# a move for as long as a match lasted, and every commit read and rewrote them all.
+REQUEST_WINDOW = 64
 # Chunks compressed from a commit's reply, waiting for this replica's next commit on their
 # match; a replica holds at most this many (the oldest is dropped: any commit hands it out again).
 MAX_PENDING_CHUNKS = 10_000
@@ -116,7 +120,9 @@ redis.call('HSET', KEYS[1], 'rev', new_rev, 'doc', ARGV[2])
 if ARGV[6] ~= '' then redis.call('RPUSH', KEYS[2], ARGV[6]) end
 -- SET, not APPEND: APPEND's string would keep up to as much room again for growth.
 if ARGV[4] ~= '' then
-  redis.call('SET', KEYS[4], (records or '') .. ARGV[4] .. struct.pack('>I4', tonumber(ARGV[5])))
+  local kept = (records or '') .. ARGV[4] .. struct.pack('>I4', tonumber(ARGV[5]))
+  if #kept > WINDOW_BYTES then kept = string.sub(kept, -WINDOW_BYTES) end
+  redis.call('SET', KEYS[4], kept)
 end
 if ARGV[10] ~= '' and redis.call('LINDEX', KEYS[2], 0) == ARGV[11] then
   redis.call('RPUSH', KEYS[3], ARGV[10])
@@ -132,7 +138,9 @@ if redis.call('LLEN', KEYS[2]) >= CHUNK + KEEP then
   return {'ok', tostring(new_rev), redis.call('LRANGE', KEYS[2], 0, CHUNK - 1), first_chunk}
 end
 return {'ok', tostring(new_rev)}
-""".replace("CHUNK", str(CHUNK)).replace("KEEP", str(KEEP_RECENT))
+""".replace("CHUNK", str(CHUNK))
+    .replace("KEEP", str(KEEP_RECENT))
+    .replace("WINDOW_BYTES", str(REQUEST_WINDOW * RECORD_BYTES))
 )
 
 # KEYS: match hash, request records. ARGV: request digest. Returns rev, doc and the
