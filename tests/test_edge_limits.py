@@ -10,10 +10,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import grpc
+import pytest
 from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient
 from gateway.server import build as build_gateway
+from services.runtime.errors import InvalidArgument
+from services.runtime.limits import check_fields
 from services.runtime.server import build as build_service
 from services.runtime.settings import GatewaySettings, InputLimits
 from tests.conftest import service_settings
@@ -157,3 +160,16 @@ async def test_undecodable_bodies_are_invalid_argument_through_gateway_and_direc
             assert refused.code == grpc.StatusCode.INVALID_ARGUMENT, (body, refused)
             assert refused.reason == "undecodable_request"
             assert "mogames.common.v1.GetMatchRequest" in refused.details
+
+
+def test_field_bounds_hold_at_their_edge_for_messages_of_any_size():
+    """check_fields skips messages no larger than the tightest bound: the first string or
+    repeated entry past a bound still makes the message larger than that, and is refused."""
+    limits = InputLimits(max_string=64, max_repeated=16, max_layout_tiles=16)
+    check_fields(common_pb2.JoinMatchRequest(player_name="n" * 64), limits)
+    with pytest.raises(InvalidArgument, match="player_name: at most 64 characters"):
+        check_fields(common_pb2.JoinMatchRequest(player_name="n" * 65), limits)
+    # Packed zeros: one byte an entry, the smallest a repeated field gets on the wire.
+    check_fields(common_pb2.TableOptions(bot_seats=[0] * 16), limits)
+    with pytest.raises(InvalidArgument, match="bot_seats: at most 16 entries"):
+        check_fields(common_pb2.TableOptions(bot_seats=[0] * 17), limits)

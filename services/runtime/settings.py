@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 from dataclasses import dataclass, field
@@ -131,6 +132,11 @@ class InputLimits:
     # ``mogames-client`` or client_id_metadata header names the client. Anyone else is
     # named by its own address, whatever it sends (services/runtime/limits.client_id).
     trusted_proxies: tuple[IPNetwork, ...] = ()
+
+    @functools.cached_property
+    def smallest_bound(self) -> int:
+        """The tightest of the string and repeated-field bounds."""
+        return min(self.max_string, self.max_repeated, self.max_layout_tiles)
 
     @classmethod
     def from_env(cls) -> InputLimits:
