@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
+import gc
 import signal
 from collections.abc import Awaitable, Callable
 
@@ -129,7 +130,21 @@ async def serve_until_signalled(
     log.info("stopped")
 
 
+# The cyclic collector's first-generation threshold (CPython's default: 700). A move
+# allocates a few hundred short-lived containers, nearly all freed by reference counting,
+# so the default ran a collection every move or two, each walking the survivors: 5 % of a
+# replica's CPU per move (median of six alternating runs, 1.16 -> 1.11 ms). Fifty thousand
+# keeps what waits for a collection to a few MB.
+GC_FIRST_GENERATION = 50_000
+
+
 def run(main: Awaitable[None]) -> None:
+    """Runs ``main`` on uvloop, with the collector tuned for a server's allocation pattern."""
+    _, second, third = gc.get_threshold()
+    gc.set_threshold(GC_FIRST_GENERATION, second, third)
+    # What start-up made (modules, the catalog, generated messages) lives as long as the
+    # process: out of the collector's way, a full collection walks only what came after.
+    gc.freeze()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a pinned dependency
