@@ -216,6 +216,28 @@ async def subscribers(redis_client, match_id: str) -> int:
     return (await redis_client.pubsub_numsub(keys.notify(match_id)))[0][1]
 
 
+async def test_a_quiet_play_match_stream_gets_heartbeats_at_its_version(redis_url):
+    async with running_services(redis_url, games=[GAME], heartbeat_s=1) as quick:
+        client = quick.replica_client(GAME, 0)
+        started = await start_match(client, 2, seed=5)
+        match = await client.match(started.match_id)
+        waiting = next(seat for seat in started.tokens if seat not in match.active_seats)
+        call = await client.play(started.match_id, started.tokens[waiting], after_version=match.version)
+        beats = []
+        async with asyncio.timeout(10):
+            async for response in call:
+                assert not response.WhichOneof("answer")
+                for event in response.events:
+                    assert event.WhichOneof("event") == "heartbeat", event
+                    beats.append(event)
+                if len(beats) >= 2:
+                    break
+        call.cancel()
+        assert all(b.version == match.version and b.seq == 0 for b in beats)
+        gap_ms = beats[1].heartbeat.server_time_unix_ms - beats[0].heartbeat.server_time_unix_ms
+        assert 500 <= gap_ms <= 5000
+
+
 async def test_quiet_streams_get_heartbeats_and_a_killed_clients_watch_is_released(redis_url, redis_client):
     async with running_services(redis_url, games=[GAME], heartbeat_s=1) as quick:
         client = quick.replica_client(GAME, 0)

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncGenerator, Callable, Collection
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import structlog
@@ -38,6 +38,17 @@ from services.runtime.store import (
 )
 from services.runtime.tables import Seats, TableOptions, new_lifecycle
 from services.runtime.watch_hub import WatchHub
+
+
+class WatchSink(Protocol):
+    """Where ``MatchService.attach_watch`` hands a watch's events (PlayMatch's outbox)."""
+
+    def started(self, version: int) -> None: ...
+
+    def event(self, event: StoredEvent) -> None: ...
+
+    def ended(self) -> None: ...
+
 
 WAITING = "WAITING_FOR_PLAYERS"
 IN_PROGRESS = "IN_PROGRESS"
@@ -667,13 +678,41 @@ class MatchService:
         async with contextlib.aclosing(live) as events:
             async for event in events:
                 if event is None:
-                    now_ms = self.now_ms()
-                    yield StoredEvent(last_version, 0, None, {"heartbeat": {"server_time_unix_ms": now_ms}})
+                    yield self.heartbeat(last_version)
                     continue
                 last_version = event.version
                 yield event
                 if FINAL_EVENT in event.body:
                     return
+
+    async def attach_watch(
+        self, match_id: str, token: str | None, after_version: int | None, after_seq: int, sink: WatchSink
+    ) -> Callable[[], None]:
+        """What ``watch`` yields but its heartbeats, handed to ``sink`` as it comes, then
+        ``sink.ended()`` after the last event; the sink sends heartbeats itself (it knows
+        when its stream last sent anything). Returns what detaches it from the hub."""
+        grant, record = await self._admit(match_id, token)
+        seat = None if grant is None else grant.seat
+        after = _watch_start(record, after_version, after_seq)
+        sink.started(after[0])
+        if self._status(record) not in (WAITING, IN_PROGRESS):
+            history, _ = await self.store.events_after(match_id, after, with_record=False)
+            for past in history:
+                if past.visible_to(seat):
+                    sink.event(past)
+            sink.ended()
+            return lambda: None
+
+        def deliver(event: StoredEvent) -> None:
+            sink.event(event)
+            if FINAL_EVENT in event.body:
+                sink.ended()
+
+        return self.hub.attach(match_id, seat, after, deliver)
+
+    def heartbeat(self, version: int) -> StoredEvent:
+        """A quiet stream's heartbeat, after events up to ``version``."""
+        return StoredEvent(version, 0, None, {"heartbeat": {"server_time_unix_ms": self.now_ms()}})
 
     def prompts(self, record: MatchRecord, seats: Collection[int]) -> dict[int, dict[str, Any]]:
         """The prompt event body of each of ``seats`` that has a decision in ``record``, with

@@ -173,16 +173,14 @@ class GameServicer:
         watch, token = first.watch, _token(context)
         _bind(match_id=watch.match_id)
         after_version = watch.after_version if watch.HasField("after_version") else None
-        events = self.service.watch(watch.match_id, token, after_version, watch.after_seq)
-        outbox = PlayOutbox()
-        tasks = [
-            asyncio.create_task(outbox.pump(events)),
-            asyncio.create_task(self._play_moves(requests, watch.match_id, token, outbox)),
-        ]
-        # The producers end with the call, however it ends: a client gone away may leave
-        # this generator parked at a yield that is never resumed. A cancelled pump closes
-        # the watch (and its subscription) on its way out.
-        context.add_done_callback(lambda _: [task.cancel() for task in tasks])
+        outbox = PlayOutbox(self.service.settings.heartbeat_s, self.service.heartbeat)
+        detach = await self.service.attach_watch(
+            watch.match_id, token, after_version, watch.after_seq, outbox
+        )
+        moves = asyncio.create_task(self._play_moves(requests, watch.match_id, token, outbox))
+        # The watch and the moves end with the call, however it ends: a client gone away
+        # may leave this generator parked at a yield that is never resumed.
+        context.add_done_callback(lambda _: (detach(), moves.cancel()))
         try:
             async for batch, answer in outbox.batches():
                 response = self.codec.pb2.PlayMatchResponse(events=[self.codec.event(e) for e in batch])
@@ -190,7 +188,8 @@ class GameServicer:
                     getattr(response, answer[0]).CopyFrom(answer[1])
                 yield response
         finally:
-            await cancel_until_done(tasks)
+            detach()
+            await cancel_until_done([moves])
 
     async def _play_moves(
         self, requests: AsyncIterator[Any], match_id: str, token: str | None, outbox: PlayOutbox
@@ -211,6 +210,7 @@ class GameServicer:
                     )
                 move.match_id = match_id
                 _bind(request_id=move.request_id)
+                outbox.moving()
                 try:
                     answer = await self._submit(move, token)
                 except Exception as error:

@@ -39,11 +39,15 @@ Cursor = tuple[int, int]
 PromptMaker = Callable[[MatchRecord, Collection[int]], dict[int, dict[str, Any]]]
 
 
+# Takes a watcher's events and prompts, in order, as the hub hands them over.
+Deliver = Callable[[StoredEvent], None]
+
+
 @dataclass(eq=False)
 class _Watcher:
     seat: int | None
     cursor: Cursor
-    queue: asyncio.Queue[StoredEvent] = field(default_factory=asyncio.Queue)
+    deliver: Deliver
     # The last version this watcher was prompted at.
     prompted: int = -1
 
@@ -102,7 +106,32 @@ class WatchHub:
     ) -> AsyncGenerator[StoredEvent | None, None]:
         """The events ``seat`` may see after ``after``, in order, and its prompts, forever;
         ``None`` after ``heartbeat_s`` seconds without either."""
-        watcher = _Watcher(seat, after)
+        queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
+        detach = self.attach(match_id, seat, after, queue.put_nowait)
+        try:
+            while True:
+                if not queue.empty():
+                    # A commit hands over its events and prompts at once: the rest of them
+                    # need no timer (arming one per event was a measurable part of a move).
+                    yield queue.get_nowait()
+                    continue
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
+                # that lands as the queue hands over an event, and the watch would go on.
+                try:
+                    async with asyncio.timeout(heartbeat_s):
+                        event = await queue.get()
+                except TimeoutError:
+                    yield None
+                    continue
+                yield event
+        finally:
+            detach()
+
+    def attach(self, match_id: str, seat: int | None, after: Cursor, deliver: Deliver) -> Callable[[], None]:
+        """``watch`` without its generator: ``deliver`` is called with each event and prompt
+        (PlayMatch's outbox takes them so, with no task or queue of the watch's own between).
+        Returns what detaches the watcher; until then it is called, also from reads."""
+        watcher = _Watcher(seat, after, deliver)
         match = self._matches.get(match_id)
         if match is None:
             match = self._matches[match_id] = _Match()
@@ -112,29 +141,16 @@ class WatchHub:
         match.must_read = True
         if match.subscribed:
             match.wake.set()
-        try:
-            while True:
-                if not watcher.queue.empty():
-                    # A commit hands over its events and prompts at once: the rest of them
-                    # need no timer (arming one per event was a measurable part of a move).
-                    yield watcher.queue.get_nowait()
-                    continue
-                # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
-                # that lands as the queue hands over an event, and the watch would go on.
-                try:
-                    async with asyncio.timeout(heartbeat_s):
-                        event = await watcher.queue.get()
-                except TimeoutError:
-                    yield None
-                    continue
-                yield event
-        finally:
+
+        def detach() -> None:
             match.watchers.discard(watcher)
             if not match.watchers and self._matches.get(match_id) is match:
                 del self._matches[match_id]
                 if match.reader is not None:
                     match.reader.cancel()
                 self._send("unsubscribe", match_id)
+
+        return detach
 
     # -- subscriptions ---------------------------------------------------------------
 
@@ -255,7 +271,7 @@ class WatchHub:
                 if position > watcher.cursor:
                     watcher.cursor = position
                     if event.visible_to(watcher.seat):
-                        watcher.queue.put_nowait(event)
+                        watcher.deliver(event)
         if record is not None:
             self._prompt(match, record, watchers)
 
@@ -274,7 +290,7 @@ class WatchHub:
             for event in events:
                 watcher.cursor = (event.version, event.seq)
                 if event.visible_to(watcher.seat):
-                    watcher.queue.put_nowait(event)
+                    watcher.deliver(event)
         if any(w.seat is not None for w in watchers):
             self._prompt(match, record, watchers)
 
@@ -297,7 +313,7 @@ class WatchHub:
                 continue
             watcher.prompted = record.version
             assert watcher.seat is not None
-            watcher.queue.put_nowait(StoredEvent(record.version, 0, (watcher.seat,), body))
+            watcher.deliver(StoredEvent(record.version, 0, (watcher.seat,), body))
 
 
 def _position(data: Any) -> Cursor | None:
