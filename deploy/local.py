@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deploy import nginx
-from deploy.redis_server import durable_redis_command, free_port, wait_for_port
+from deploy.redis_server import APPENDFSYNC, durable_redis_command, free_port, wait_for_port
 from deploy.supervisor import Child, Supervisor, log_line
 from services.catalog import GAME_PACKAGES
 
@@ -45,6 +45,9 @@ class RunSettings:
     gateway_listen: str
     # nginx in front (deploy/nginx.py), the Python gateway behind it for the rest.
     nginx: bool
+    # Redis's appendfsync: everysec, or always (nothing acknowledged is lost, even when
+    # the disk lags; an fsync per write).
+    appendfsync: str = "everysec"
 
     @classmethod
     def from_env(cls) -> RunSettings:
@@ -52,6 +55,11 @@ class RunSettings:
         unknown = sorted(set(games) - set(GAME_PACKAGES))
         if unknown:
             raise RunSettingsError(f"MOGAMES_RUN_GAMES: unknown games {', '.join(unknown)}")
+        appendfsync = os.environ.get("MOGAMES_REDIS_APPENDFSYNC", "everysec")
+        if appendfsync not in APPENDFSYNC:
+            raise RunSettingsError(
+                f"MOGAMES_REDIS_APPENDFSYNC must be one of {', '.join(APPENDFSYNC)}, got {appendfsync!r}"
+            )
         try:
             return cls(
                 data_dir=Path(os.environ.get("MOGAMES_DATA_DIR") or PROJECT / ".run" / "data"),
@@ -62,6 +70,7 @@ class RunSettings:
                 gateway_listen=os.environ.get("MOGAMES_GATEWAY_LISTEN", "127.0.0.1:50051"),
                 nginx=os.environ.get("MOGAMES_NGINX", "").lower() not in ("false", "0")
                 and nginx.nginx_executable() is not None,
+                appendfsync=appendfsync,
             )
         except ValueError as error:
             raise RunSettingsError(f"MOGAMES_REPLICAS and the ports must be integers: {error}") from None
@@ -97,7 +106,7 @@ def children(settings: RunSettings, workdir: Path) -> list[Child]:
         "MOGAMES_REDIS_URL": f"redis://127.0.0.1:{settings.redis_port}/0",
         "MOGAMES_REDIS_PASSWORD": password,
     }
-    redis_command = durable_redis_command(settings.redis_port, data / "redis", password)
+    redis_command = durable_redis_command(settings.redis_port, data / "redis", password, settings.appendfsync)
     plan = [Child("redis", redis_command, env, ready=_when_listening(settings.redis_port), stop_last=True)]
     port = settings.first_service_port
     for game in settings.games:

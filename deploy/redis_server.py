@@ -68,14 +68,20 @@ def running_redis(port: int | None = None, stdout: int | None = subprocess.DEVNU
             process.wait(timeout=10)
 
 
-def durable_redis_command(port: int, data_dir: Path, password: str | None) -> list[str]:
+# The appendfsync policies a durable Redis may run with (durable_redis_command).
+APPENDFSYNC = ("everysec", "always")
+
+
+def durable_redis_command(
+    port: int, data_dir: Path, password: str | None, appendfsync: str = "everysec"
+) -> list[str]:
     """redis-server keeping every write in an append-only file under ``data_dir``.
 
     ``appendfsync everysec``: a killed Redis loses nothing it acknowledged while the disk
     keeps up (the file is written before the reply), a crash of the whole machine at most
     the last second. While a background fsync is slow, Redis holds back that write for up
     to two seconds and still replies ("Asynchronous AOF fsync is taking too long" in its
-    log): a kill then can lose those writes. ``appendfsync always`` closes the gap, at an
+    log): a kill then can lose those writes. ``appendfsync="always"`` closes the gap, at an
     fsync per write.
     ``noeviction``: a full Redis refuses writes rather than dropping matches.
     The password goes in a config file, not on the command line where ``ps`` shows it.
@@ -86,7 +92,7 @@ def durable_redis_command(port: int, data_dir: Path, password: str | None) -> li
         "bind 127.0.0.1",
         f'dir "{data_dir.resolve()}"',
         "appendonly yes",
-        "appendfsync everysec",
+        f"appendfsync {appendfsync}",
         'save ""',
         "maxmemory-policy noeviction",
         "loglevel warning",

@@ -21,7 +21,8 @@ import pytest
 from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient
-from deploy.redis_server import free_port, wait_for_port
+from deploy.local import RunSettings, RunSettingsError
+from deploy.redis_server import durable_redis_command, free_port, wait_for_port
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
 
@@ -56,6 +57,9 @@ class MakeRun:
             "MOGAMES_CREATE_LIMIT": "0",
             "MOGAMES_MAX_WAITING_PER_CLIENT": "0",
             "MOGAMES_NGINX": str(nginx).lower(),
+            # "Loses no acknowledged move" holds for a killed Redis whatever the disk's speed
+            # only with an fsync per write: everysec may reply ahead of a lagging file.
+            "MOGAMES_REDIS_APPENDFSYNC": "always",
         }
         for name in ("MOGAMES_TOKEN_SECRET", "MOGAMES_REDIS_PASSWORD"):
             env.pop(name, None)  # make run's own, kept in the data folder
@@ -222,3 +226,13 @@ async def test_stopped_and_started_again_make_run_keeps_every_match_and_token(ma
         await play(client, halfway)  # and it plays on to the end
         assert halfway.status == common_pb2.FINISHED
         await assert_intact(client, make_run, [finished, halfway])
+
+
+def test_make_run_s_redis_fsync_policy_comes_from_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("MOGAMES_REDIS_APPENDFSYNC", "always")
+    settings = RunSettings.from_env()
+    command = durable_redis_command(6379, tmp_path, None, settings.appendfsync)
+    assert "appendfsync always" in Path(command[-1]).read_text().splitlines()
+    monkeypatch.setenv("MOGAMES_REDIS_APPENDFSYNC", "sometimes")
+    with pytest.raises(RunSettingsError, match="MOGAMES_REDIS_APPENDFSYNC must be one of everysec, always"):
+        RunSettings.from_env()
