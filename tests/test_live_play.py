@@ -238,6 +238,22 @@ async def test_a_quiet_play_match_stream_gets_heartbeats_at_its_version(redis_ur
         assert 500 <= gap_ms <= 5000
 
 
+async def test_a_cancelled_play_match_stream_releases_its_watch(redis_url, redis_client):
+    async with running_services(redis_url, games=[GAME]) as quick:
+        client = quick.replica_client(GAME, 0)
+        started = await start_match(client, 2, seed=5)
+        seat, token = next(iter(started.tokens.items()))
+        call = await client.play(started.match_id, token, after_version=0)
+        assert (await asyncio.wait_for(call.read(), 10)).events, "the history came"
+        assert await subscribers(redis_client, started.match_id) == 1
+        call.cancel()
+        for _ in range(100):
+            if not await subscribers(redis_client, started.match_id):
+                break
+            await asyncio.sleep(0.1)
+        assert await subscribers(redis_client, started.match_id) == 0
+
+
 async def test_quiet_streams_get_heartbeats_and_a_killed_clients_watch_is_released(redis_url, redis_client):
     async with running_services(redis_url, games=[GAME], heartbeat_s=1) as quick:
         client = quick.replica_client(GAME, 0)

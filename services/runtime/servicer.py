@@ -178,9 +178,19 @@ class GameServicer:
             watch.match_id, token, after_version, watch.after_seq, outbox
         )
         moves = asyncio.create_task(self._play_moves(requests, watch.match_id, token, outbox))
-        # The watch and the moves end with the call, however it ends: a client gone away
-        # may leave this generator parked at a yield that is never resumed.
-        context.add_done_callback(lambda _: (detach(), moves.cancel()))
+        # Weakly: the task reaches the call's context through its requests, and the context
+        # holds its callbacks (a reference cycle, kept until a full collection, otherwise).
+        moves_ref = weakref.ref(moves)
+
+        def release(_: object) -> None:
+            # The watch and the moves end with the call, however it ends: a client gone away
+            # may leave this generator parked at a yield that is never resumed.
+            detach()
+            task = moves_ref()
+            if task is not None:
+                task.cancel()
+
+        context.add_done_callback(release)
         try:
             async for batch, answer in outbox.batches():
                 response = self.codec.pb2.PlayMatchResponse(events=[self.codec.event(e) for e in batch])
