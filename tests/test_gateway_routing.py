@@ -12,9 +12,8 @@ import grpc
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
-from tests.conftest import TOKEN_SECRET
 from tests.helpers import StartedMatch, active_seat_move, start_match
-from tests.test_processes import spawn
+from tests.test_processes import spawn, spawn_service
 
 MATCHES = 12
 MOVES = 6
@@ -45,16 +44,12 @@ async def test_a_matchs_calls_go_to_one_replica_and_move_when_it_goes_down(redis
     ports = [free_port(), free_port()]
     logs = [tmp_path / "replica-0.log", tmp_path / "replica-1.log"]
     replicas = [
-        spawn(
-            ["-m", "services", "happy_mochi"],
-            {
-                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-                "MOGAMES_REDIS_URL": redis_url,
-                "MOGAMES_ALLOW_CLIENT_SEED": "true",
-                "MOGAMES_LISTEN": f"127.0.0.1:{port}",
-                "MOGAMES_LOG_LEVEL": "debug",
-            },
+        spawn_service(
+            "happy_mochi",
+            f"127.0.0.1:{port}",
+            redis_url,
             log,
+            {"MOGAMES_ALLOW_CLIENT_SEED": "true", "MOGAMES_LOG_LEVEL": "debug"},
         )
         for port, log in zip(ports, logs, strict=True)
     ]

@@ -11,8 +11,7 @@ from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
-from tests.conftest import TOKEN_SECRET
-from tests.test_processes import spawn
+from tests.test_processes import spawn_service
 
 # Mori: its timeout policy ends a match in a known, small number of moves.
 GAME = "mori"
@@ -21,8 +20,6 @@ GAME = "mori"
 async def test_a_bot_seat_survives_its_replicas_kill_9(redis_url, tmp_path):
     ports = [free_port(), free_port()]
     env = {
-        "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-        "MOGAMES_REDIS_URL": redis_url,
         # Slow enough that the match is still going when a replica dies; a short lease so
         # the survivor takes over soon.
         "MOGAMES_BOT_THINK_MS": "5",
@@ -31,7 +28,7 @@ async def test_a_bot_seat_survives_its_replicas_kill_9(redis_url, tmp_path):
         "MOGAMES_LOG_LEVEL": "warning",
     }
     replicas = [
-        spawn(["-m", "services", GAME], {**env, "MOGAMES_LISTEN": f"127.0.0.1:{p}"}, tmp_path / f"r{i}.log")
+        spawn_service(GAME, f"127.0.0.1:{p}", redis_url, tmp_path / f"r{i}.log", env)
         for i, p in enumerate(ports)
     ]
     try:

@@ -13,9 +13,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, running_redis, wait_for_port
-from tests.conftest import TOKEN_SECRET
 from tests.helpers import active_seat_move, start_match, wait_until
-from tests.test_processes import spawn
+from tests.test_processes import spawn, spawn_service
 
 MOVES = 12
 HAPPY = "mogames.happymochi.v1.HappyMochi"
@@ -38,16 +37,12 @@ def value(samples: dict, name: str, **labels: str) -> float:
 async def test_metrics_of_service_and_gateway_move_with_play(redis_url, tmp_path):
     service_port, gateway_port = free_port(), free_port()
     service_metrics, gateway_metrics = free_port(), free_port()
-    service = spawn(
-        ["-m", "services", "happy_mochi"],
-        {
-            "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-            "MOGAMES_REDIS_URL": redis_url,
-            "MOGAMES_ALLOW_CLIENT_SEED": "true",
-            "MOGAMES_LISTEN": f"127.0.0.1:{service_port}",
-            "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{service_metrics}",
-        },
+    service = spawn_service(
+        "happy_mochi",
+        f"127.0.0.1:{service_port}",
+        redis_url,
         tmp_path / "service.log",
+        {"MOGAMES_ALLOW_CLIENT_SEED": "true", "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{service_metrics}"},
     )
     gateway = spawn(
         ["-m", "gateway"],
@@ -109,19 +104,18 @@ async def test_moves_of_server_bots_and_timed_out_seats_are_counted_once_each(tm
     # Its own Redis: no other process's scheduler may play this match's bots.
     with running_redis() as redis_url:
         service_port, metrics_port = free_port(), free_port()
-        service = spawn(
-            ["-m", "services", "mori"],
+        service = spawn_service(
+            "mori",
+            f"127.0.0.1:{service_port}",
+            redis_url,
+            tmp_path / "service.log",
             {
-                "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-                "MOGAMES_REDIS_URL": redis_url,
                 "MOGAMES_ALLOW_CLIENT_SEED": "true",
-                "MOGAMES_LISTEN": f"127.0.0.1:{service_port}",
                 "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{metrics_port}",
                 "MOGAMES_BOT_THINK_MS": "0",
                 "MOGAMES_SCHEDULER_TICK_MS": "50",
                 "MOGAMES_LOG_LEVEL": "warning",
             },
-            tmp_path / "service.log",
         )
         try:
             for port in (service_port, metrics_port):
