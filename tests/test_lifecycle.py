@@ -7,6 +7,7 @@ import dataclasses
 import grpc
 import pytest
 
+from deploy.redis_server import running_redis
 from services.catalog import rules_module
 from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.matches import ABANDONED, IN_PROGRESS, MatchService
@@ -24,22 +25,26 @@ class Clock:
         return self.now
 
 
-async def test_idle_match_becomes_abandoned_and_refuses_moves(redis_url):
-    clock = Clock()
-    settings = dataclasses.replace(service_settings("happy_mochi", redis_url), abandon_after_s=60)
-    client = connect(redis_url)
-    service = MatchService(rules_module("happy_mochi"), MatchStore(client), settings, clock=clock)
-    facts = await service.create_match(2, 5, {"first_player": 0})
-    tokens = [(await service.join_match(facts.match_id, name)).token for name in ("a", "b")]
-    assert (await service.get_match(facts.match_id)).status == IN_PROGRESS
-    clock.now += 61
-    assert (await service.get_match(facts.match_id)).status == ABANDONED
-    moves, _ = await service.legal_moves(facts.match_id, tokens[0])
-    assert moves == []
-    with pytest.raises(FailedPrecondition) as refused:
-        await service.submit_move(facts.match_id, tokens[0], {"pass_turn": {}}, None, "r1")
-    assert refused.value.reason == "match_over"
-    await client.aclose()
+async def test_idle_match_becomes_abandoned_and_refuses_moves():
+    # Its own Redis: the match's reaper entry, due by this clock long ago, would be taken by
+    # any running scheduler of the game on a shared one (the session's replicas), and the
+    # match reaped before its players join.
+    with running_redis() as redis_url:
+        clock = Clock()
+        settings = dataclasses.replace(service_settings("happy_mochi", redis_url), abandon_after_s=60)
+        client = connect(redis_url)
+        service = MatchService(rules_module("happy_mochi"), MatchStore(client), settings, clock=clock)
+        facts = await service.create_match(2, 5, {"first_player": 0})
+        tokens = [(await service.join_match(facts.match_id, name)).token for name in ("a", "b")]
+        assert (await service.get_match(facts.match_id)).status == IN_PROGRESS
+        clock.now += 61
+        assert (await service.get_match(facts.match_id)).status == ABANDONED
+        moves, _ = await service.legal_moves(facts.match_id, tokens[0])
+        assert moves == []
+        with pytest.raises(FailedPrecondition) as refused:
+            await service.submit_move(facts.match_id, tokens[0], {"pass_turn": {}}, None, "r1")
+        assert refused.value.reason == "match_over"
+        await client.aclose()
 
 
 async def test_deadline_passes_through_the_gateway_to_a_waiting_watch(cluster):
@@ -55,7 +60,6 @@ async def test_deadline_passes_through_the_gateway_to_a_waiting_watch(cluster):
 
 async def test_a_lost_redis_is_unavailable_not_internal():
     from clients.game_client import GameClient
-    from deploy.redis_server import running_redis
     from services.runtime.server import build
 
     with running_redis() as url:
