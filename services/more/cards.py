@@ -298,9 +298,8 @@ def _keep(out: list[list[int]], seen: set, meld: list[int], must_include: int | 
         out.append(meld)
 
 
-def meld_view(meld: Meld, index: int) -> dict[str, Any]:
-    """The proto Meld message of table meld number ``index``."""
-    wild = wild_index(meld)
+def meld_view(meld: Meld, index: int, wild: int) -> dict[str, Any]:
+    """The proto Meld message of table meld number ``index`` (``wild``: its wild_index)."""
     cards = meld["cards"]
     return {
         "index": index,

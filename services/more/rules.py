@@ -45,7 +45,7 @@ from services.more.moves import MAX_BID, MOVE_FIELDS, check_options, parse_move
 from services.more.scoring import match_winners, score_round
 from services.more.steps import (
     MeldFacts,
-    SideMeld,
+    SideMelds,
     Table,
     addition_steps,
     lone_card,
@@ -144,7 +144,7 @@ class State(EngineState, dict=True):
         self._facts: dict[int, tuple[JsonDict, MeldFacts]] = {}
         # per side, (index, meld, facts) of its melds, for the meld list they were read from
         # (the list is replaced, never changed in place, whenever the melds change)
-        self._sides: tuple[list[JsonDict], dict[str, list[SideMeld]]] | None = None
+        self._sides: tuple[list[JsonDict], dict[str, SideMelds]] | None = None
         # per seat, the Table of the cards it may meld (None: made when next asked), kept up to
         # date by the moves that change the hand
         self._tables: list[Table | None] = [None] * PLAYERS
@@ -259,7 +259,7 @@ class State(EngineState, dict=True):
         moves = three_card_steps(table, ace_ok)
         if len(hand) < 5:  # a 3-card meld would leave fewer than two cards
             moves = [m for m in moves if self._legal_if(seat, "lay_meld", m["lay_meld"])]
-        adds = addition_steps(self._side_melds(self.side(seat)), table, ace_ok)
+        adds = addition_steps(self._side_melds("solo" if seat == s.solo else "pair"), table, ace_ok)
         if len(hand) < 3:  # an addition would leave fewer than two cards
             adds = [m for m in adds if self._legal_if(seat, "add_to_meld", m["add_to_meld"])]
         moves += adds
@@ -288,17 +288,17 @@ class State(EngineState, dict=True):
         if table is not None:
             table.remove(card)
 
-    def _side_melds(self, side: str) -> list[SideMeld]:
-        """(index, meld, facts) of ``side``'s melds on the table, in table order."""
+    def _side_melds(self, side: str) -> SideMelds:
+        """``side``'s melds on the table, in table order."""
         melds = self.melds
         known = self._sides
         if known is None or known[0] is not melds:
             known = self._sides = (melds, {})
         entries = known[1].get(side)
         if entries is None:
-            entries = known[1][side] = [
-                (i, m, self._meld_facts(m)) for i, m in enumerate(melds) if m["side"] == side
-            ]
+            entries = known[1][side] = SideMelds(
+                [(i, m, self._meld_facts(m)) for i, m in enumerate(melds) if m["side"] == side]
+            )
         return entries
 
     def _place_meld(self, index: int, meld: Meld) -> None:
@@ -312,11 +312,7 @@ class State(EngineState, dict=True):
             return  # worked out when next asked
         entries = known[1].get(meld["side"])  # the other side's stay as they are
         if entries is not None:
-            entry = (index, meld, self._meld_facts(meld))
-            if new:
-                entries.append(entry)
-            else:
-                entries[next(i for i, (at, _, _) in enumerate(entries) if at == index)] = entry
+            entries.place((index, meld, self._meld_facts(meld)))
         self._sides = (melds, known[1])
 
     def _meld_facts(self, meld: JsonDict) -> MeldFacts:
@@ -445,7 +441,7 @@ class State(EngineState, dict=True):
                 )
             self._check_opening(t.halves)
             if len(hand) == 1:
-                self._check_exit([m for _, m, _ in self._side_melds(side)], side, 0, True)
+                self._check_exit(self._side_melds(side).melds(), side, 0, True)
             return None
         # lay_meld / add_to_meld
         if t.closed:
@@ -461,7 +457,7 @@ class State(EngineState, dict=True):
                 self._check_ace_set(seat)
             left = len(hand) - len(cards)
             if left <= 1:
-                after = [m for _, m, _ in self._side_melds(side)] + [meld]
+                after = [*self._side_melds(side).melds(), meld]
                 self._check_exit(after, side, left, False)
                 if left == 0:
                     self._check_opening(t.halves + sum(map(HALF_POINTS.__getitem__, cards)))
@@ -484,7 +480,7 @@ class State(EngineState, dict=True):
                 )
             left = len(hand) - 1
             if left <= 1:
-                after = [grown if i == index else m for i, m, _ in self._side_melds(side)]
+                after = [grown if i == index else m for i, m, _ in self._side_melds(side).entries]
                 self._check_exit(after, side, left, False)
                 if left == 0:
                     self._check_opening(t.halves + half_points(card))
@@ -542,25 +538,26 @@ class State(EngineState, dict=True):
     def _top_meldable(self, seat: int, top: int) -> bool:
         """Does some legal continuation of the turn meld ``top`` and end with a discard?"""
         s = self
-        side = self.side(seat)
+        side = "solo" if seat == s.solo else "pair"
         side_melds = self._side_melds(side)
-        melds = [m for _, m, _ in side_melds]
         table = self._table(seat)  # the whole hand: nothing is locked before the draw
-        if lone_card(top, table, melds, s.totals[seat] > THRESHOLD):
+        ace_ok = s.totals[seat] > THRESHOLD
+        if lone_card(top, table, side_melds, ace_ok):
             return False  # the common case, decided on the hand alone
         counts = table.counts[:]
         counts[take.IDENT[top]] += 1
+        entries = side_melds.entries
         problem = take.Problem(
-            counts=counts,
-            top=take.ident(top),
-            melds=melds,
-            ace_ok=s.totals[seat] > THRESHOLD,
-            need=OPENING_HALVES if s.t.opening else 0,
-            locked=len(s.discard) - 1,
-            pile_waiting=s.more_state[side] == "waiting",
-            clean=[facts.wild < 0 for _, _, facts in side_melds],
-            present=table.present(top),
-            size=table.size + 1,
+            counts,
+            take.IDENT[top],
+            [m for _, m, _ in entries],
+            ace_ok,
+            OPENING_HALVES if s.t.opening else 0,
+            len(s.discard) - 1,
+            s.more_state[side] == "waiting",
+            [facts.wild < 0 for _, _, facts in entries],
+            table.present(top),
+            table.size + 1,
         )
         return take.can_take(problem)
 
@@ -667,7 +664,15 @@ class State(EngineState, dict=True):
         held = set(s.hands[seat])
         returned = [c for c in undo.hand if c not in held]
         s.hands[seat] = list(undo.hand)
-        self._tables[seat] = None
+        # the Table follows the hand back (a handful of cards; made afresh it would cost a whole
+        # hand): the melded cards return, and the top card of a pile given back leaves it (the
+        # rest of the pile was locked, never in it)
+        table = self._tables[seat]
+        if table is not None:
+            if undo.discard is not None and t.top in held:
+                table.remove(t.top)
+            for card in returned:
+                table.add(card)
         s.melds = undo.melds
         pile_returned = undo.discard is not None
         if undo.discard is not None:
@@ -692,10 +697,15 @@ class State(EngineState, dict=True):
         card = b["card"]
         hand = s.hands[seat]
         hand.remove(card)
-        if s.t.locked:  # they can be melded from the next turn on
-            self._tables[seat] = None
-        else:
+        locked = s.t.locked
+        if card not in locked:  # a locked card was never in the Table
             self._hand_lost(seat, card)
+        if locked:  # they can be melded from the next turn on
+            table = self._tables[seat]
+            if table is not None:
+                for other in locked:
+                    if other != card:
+                        table.add(other)
         s.discard.append(card)
         self._went_down(seat)
         side = self.side(seat)
@@ -850,7 +860,8 @@ class State(EngineState, dict=True):
     # ---- the observer ----
 
     def _meld_view(self, index: int) -> JsonDict:
-        return meld_view(self.melds[index], index)
+        meld = self.melds[index]
+        return meld_view(meld, index, self._meld_facts(meld).wild)
 
     def view(self, seat: int | None) -> JsonDict:
         s, t = self, self.t

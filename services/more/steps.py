@@ -131,7 +131,7 @@ class Table:
         return self.at[suit * 16 + pos] or _NONE
 
 
-def lone_card(card: int, table: Table, melds: list[Meld], ace_ok: bool) -> bool:
+def lone_card(card: int, table: Table, melds: SideMelds, ace_ok: bool) -> bool:
     """No meld of the turn could hold natural ``card`` with the cards of ``table`` (the hand): no
     natural of its suit two places from it at most (a run of three holds two naturals, with a
     pankal at most), no meld of its suit among ``melds`` (the side's), and for an ace (with
@@ -144,7 +144,7 @@ def lone_card(card: int, table: Table, melds: list[Meld], ace_ok: bool) -> bool:
         if aces >= 2 or (aces == 1 and table.wilds):
             return False
     suit = _KEY[card] >> 4
-    return not any(meld["suit"] == suit or (ace and ace_ok and meld["kind"] == "ace_set") for meld in melds)
+    return not any(facts.suit == suit or (ace and ace_ok and facts.ace_set) for _, _, facts in melds.entries)
 
 
 def three_card_steps(table: Table, ace_sets: bool) -> list[JsonDict]:
@@ -212,29 +212,66 @@ class MeldFacts(NamedTuple):
     low: int  # the Table key of the position below it (-1: none), for a run
     high: int  # the Table key of the position above it (-1: none), for a run
     ends: int  # the Table bits of both
+    suit: int  # -1 for an ace-set
 
 
 def meld_facts(meld: Meld) -> MeldFacts:
     if meld["kind"] == "ace_set":
-        return MeldFacts(meld["side"], True, wild_index(meld), -1, -1, 0)
-    base = meld["suit"] * 16
+        return MeldFacts(meld["side"], True, wild_index(meld), -1, -1, 0, -1)
+    suit = meld["suit"]
+    base = suit * 16
     low, high = meld["low"] - 1, meld["low"] + len(meld["cards"])
     low_key = base + low if low >= 1 else -1
     high_key = base + high if high <= 14 else -1
     ends = (1 << low_key if low_key >= 0 else 0) | (1 << high_key if high_key >= 0 else 0)
-    return MeldFacts(meld["side"], False, wild_index(meld), low_key, high_key, ends)
+    return MeldFacts(meld["side"], False, wild_index(meld), low_key, high_key, ends, suit)
 
 
 # a meld of the table as the additions see it: (its index, the meld, its facts)
 SideMeld = tuple[int, Meld, MeldFacts]
 
 
-def addition_steps(melds: list[SideMeld], table: Table, ace_ok: bool) -> list[JsonDict]:
+class SideMelds:
+    """One side's melds on the table, in table order, as the steps see them: ``entries`` and the
+    Table bits of every end of its runs, ``ends`` (with no pankal in the hand and no card of the
+    hand at any of them, only an ace-set can take an addition)."""
+
+    __slots__ = ("ace_sets", "ends", "entries")
+
+    def __init__(self, entries: list[SideMeld]) -> None:
+        self.entries = entries
+        self.ends = 0
+        self.ace_sets = False
+        for _, _, facts in entries:
+            self.ends |= facts.ends
+            self.ace_sets = self.ace_sets or facts.ace_set
+
+    def place(self, entry: SideMeld) -> None:
+        """Take in a new meld (its index past the others') or a grown one in place of its own."""
+        entries = self.entries
+        index, _, facts = entry
+        if not entries or entries[-1][0] < index:
+            entries.append(entry)
+            self.ends |= facts.ends
+            self.ace_sets = self.ace_sets or facts.ace_set
+            return
+        entries[next(i for i, (at, _, _) in enumerate(entries) if at == index)] = entry
+        self.ends = 0
+        for _, _, other in entries:  # a grown run's ends moved
+            self.ends |= other.ends
+
+    def melds(self) -> list[Meld]:
+        return [meld for _, meld, _ in self.entries]
+
+
+def addition_steps(melds: SideMelds, table: Table, ace_ok: bool) -> list[JsonDict]:
     """An ``add_to_meld`` move for every card of the hand that fits an end of one of ``melds``
     (one side's; ace-sets only if ``ace_ok``)."""
     out: list[JsonDict] = []
     wilds, mask, at = table.wilds, table.mask, table.at
-    for index, _, (_, ace_set, wild, low, high, ends) in melds:
+    if not wilds and not mask & melds.ends and not (ace_ok and melds.ace_sets and table.aces):
+        return out  # the common case: nothing of the hand fits anywhere
+    for index, _, (_, ace_set, wild, low, high, ends, _) in melds.entries:
         free = wilds if wilds and wild < 0 else _NONE  # pankals fit only a meld without one
         if ace_set:
             if ace_ok:

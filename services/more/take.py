@@ -22,7 +22,7 @@ soon as it can no longer reach 7.5 or as soon as stopping there is a legal end.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import lru_cache, partial
 from operator import mul
 from typing import NamedTuple
 
@@ -63,6 +63,11 @@ class Piece(NamedTuple):
     size: int
     dirty: bool
     extends: int = -1
+
+
+# A Piece made by tuple.__new__ itself: a NamedTuple's own __new__ is a Python function, a call
+# dearer than the tuple (a search makes dozens of pieces)
+_piece = partial(tuple.__new__, Piece)
 
 
 class Problem:
@@ -122,14 +127,19 @@ class Made(NamedTuple):
 
     def add(self, piece: Piece) -> Made:
         biriba = piece.size >= BIRIBA
-        return Made(
-            self.closed | (1 << piece.extends if piece.extends >= 0 else 0),
-            self.pure or (biriba and not piece.dirty),
-            self.dirty or (biriba and piece.dirty),
-            min(self.biribas + biriba, 2),
-            min(self.pieces + 1, 2),
-            self.pieces > 0 or piece.size != BIRIBA,
+        return _made(
+            (
+                self.closed | (1 << piece.extends if piece.extends >= 0 else 0),
+                self.pure or (biriba and not piece.dirty),
+                self.dirty or (biriba and piece.dirty),
+                min(self.biribas + biriba, 2),
+                min(self.pieces + 1, 2),
+                self.pieces > 0 or piece.size != BIRIBA,
+            )
         )
+
+
+_made = partial(tuple.__new__, Made)  # as _piece
 
 
 def can_take(problem: Problem) -> bool:
@@ -343,7 +353,8 @@ def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:
     only checked against the cards left."""
     every = p.pieces.get(x)
     if every is None:
-        made = {Piece(tuple(sorted(q.used)), q.size, q.dirty, q.extends) for q in _pieces(p, x, p.start, 0)}
+        pieces = _pieces(p, x, p.start, 0)
+        made = {_piece((tuple(sorted(q.used)), q.size, q.dirty, q.extends)) for q in pieces}
         every = p.pieces[x] = [(piece, _needs(piece.used)) for piece in sorted(made, key=_rank)]
     counts = p.counts
     out = []
@@ -407,9 +418,7 @@ def _search(p: Problem, made: Made, kept: int, halves: int) -> bool:
     dead = p.memo.get(key)
     if dead and any(all(a <= b for a, b in zip(here, old, strict=True)) for old in dead):
         return False
-    for x in _ORDER:
-        if counts[x]:
-            break
+    x = next(filter(counts.__getitem__, _ORDER))  # the first identity left (left > 0)
     found = False
     for piece in _ordered(p, x, made.closed):
         if _take_piece(p, piece, made, kept, halves):
@@ -431,18 +440,19 @@ def _upper_bound(p: Problem, made: Made, kept: int) -> int:
     total = sum(map(mul, HALF, counts))
     keep = 2 - kept - p.locked
     if keep > 0 and not (made.biribas or _biriba_possible(p, made.closed)):
-        for i in _CHEAPEST:
-            n = counts[i]
+        for value, group in _BY_VALUE:
+            n = sum(map(counts.__getitem__, group))
             if n:
                 n = min(n, keep)
-                total -= HALF[i] * n
+                total -= value * n
                 keep -= n
                 if not keep:
                     break
     return total
 
 
-_CHEAPEST = sorted(range(IDENTS), key=HALF.__getitem__)  # identities, least going-down value first
+# (value, its identities) per going-down value, least first: the cheapest cards by value
+_BY_VALUE = tuple((v, tuple(i for i in range(IDENTS) if HALF[i] == v)) for v in sorted(set(HALF)))
 
 
 def _biriba_possible(p: Problem, closed: int) -> bool:
@@ -506,7 +516,7 @@ def _pieces(p: Problem, x: int, counts: list[int], closed: int) -> list[Piece]:
             if p.ace_ok:
                 size = len(meld["cards"])
                 for piece in _ace_sets(counts, x, size, 1, clean):
-                    out.append(Piece(piece.used, piece.size, piece.dirty or not clean, i))
+                    out.append(_piece((piece.used, piece.size, piece.dirty or not clean, i)))
             continue
         if not wild and x // 13 != meld["suit"]:
             continue
@@ -617,7 +627,7 @@ def _fill(
         for i in used:
             if used.count(i) > counts[i]:
                 return
-        out.append(Piece(tuple(used), size, True, extends))
+        out.append(_piece((tuple(used), size, True, extends)))
         return
     # the short positions: no natural card, or the second of the low and high ace with one ace
     short = [q for q in slots if not have >> q & 1]
@@ -625,19 +635,32 @@ def _fill(
         short.append(14)
     if len(short) > 1 or (short and not wild_ok):
         return
-    # the pankal's slot: the one short position; with none short, no pankal or any position
-    # (a pankal in place of a natural card kept for elsewhere)
-    for slot in short if short else [0, *slots] if wild_ok else [0]:
+    if short:  # the pankal takes the one short position
+        slot = short[0]
         base = [nat[q] for q in slots if q != slot]
-        if slot == 0:
-            if x in base:
-                out.append(Piece(tuple(base), size, dirty, extends))
-            continue
         for w in wilds:
             if w == nat[slot]:
                 continue  # a 2 in its own natural place is no pankal
             if (x == w or x in base) and base.count(w) < counts[w]:
-                out.append(Piece((*base, w), size, True, extends))
+                out.append(_piece(((*base, w), size, True, extends)))
+        return
+    # none short: no pankal, or (if wild_ok) a pankal in any position, in place of a natural card
+    # kept for elsewhere. The naturals less the one at position i still hold w as often as all
+    # of them do (w is no natural there), and x unless it is that natural and its only copy.
+    full = [nat[q] for q in slots]
+    held = full.count(x)
+    if held:
+        out.append(_piece((tuple(full), size, dirty, extends)))
+    if not wild_ok:
+        return
+    spare = [w for w in wilds if full.count(w) < counts[w]]
+    if not spare:
+        return
+    for i, natural in enumerate(full):
+        x_in = held > (natural == x)
+        for w in spare:
+            if w != natural and (x_in or x == w):
+                out.append(_piece(((*full[:i], *full[i + 1 :], w), size, True, extends)))
 
 
 def _ace_sets(counts: list[int], x: int, size: int, least: int, wild_ok: bool) -> Iterator[Piece]:
@@ -656,4 +679,4 @@ def _ace_sets(counts: list[int], x: int, size: int, least: int, wild_ok: bool) -
                         used = base if w is None else (*base, w)
                         total = size + len(used)
                         if len(used) >= least and total >= 3 and x in used:
-                            yield Piece(used, total, w is not None)
+                            yield _piece((used, total, w is not None, -1))
