@@ -663,15 +663,10 @@ class MatchService:
     ) -> AsyncGenerator[StoredEvent, None]:
         """The caller's events after the cursor (README, "Watching a match") in order, then
         live ones with the seat's prompts and heartbeats, until the match ends."""
-        grant, record = await self._admit(match_id, token)
-        seat = None if grant is None else grant.seat
-        after = _watch_start(record, after_version, after_seq)
-        if self._status(record) not in (WAITING, IN_PROGRESS):
-            # Over: nothing will be added, the history is all there is.
-            history, _ = await self.store.events_after(match_id, after, with_record=False)
+        seat, after, history = await self._open_watch(match_id, token, after_version, after_seq)
+        if history is not None:
             for past in history:
-                if past.visible_to(seat):
-                    yield past
+                yield past
             return
         last_version = after[0]
         live = self.hub.watch(match_id, seat, after, self.settings.heartbeat_s)
@@ -691,15 +686,11 @@ class MatchService:
         """What ``watch`` yields but its heartbeats, handed to ``sink`` as it comes, then
         ``sink.ended()`` after the last event; the sink sends heartbeats itself (it knows
         when its stream last sent anything). Returns what detaches it from the hub."""
-        grant, record = await self._admit(match_id, token)
-        seat = None if grant is None else grant.seat
-        after = _watch_start(record, after_version, after_seq)
+        seat, after, history = await self._open_watch(match_id, token, after_version, after_seq)
         sink.started(after[0])
-        if self._status(record) not in (WAITING, IN_PROGRESS):
-            history, _ = await self.store.events_after(match_id, after, with_record=False)
+        if history is not None:
             for past in history:
-                if past.visible_to(seat):
-                    sink.event(past)
+                sink.event(past)
             sink.ended()
             return lambda: None
 
@@ -709,6 +700,20 @@ class MatchService:
                 sink.ended()
 
         return self.hub.attach(match_id, seat, after, deliver)
+
+    async def _open_watch(
+        self, match_id: str, token: str | None, after_version: int | None, after_seq: int
+    ) -> tuple[int | None, tuple[int, int], list[StoredEvent] | None]:
+        """A watch's caller (its seat, None for a spectator) and starting position; and, for
+        a match that is over (nothing will be added), its history after that position as
+        the caller may see it, all there is to send (None: the match is live)."""
+        grant, record = await self._admit(match_id, token)
+        seat = None if grant is None else grant.seat
+        after = _watch_start(record, after_version, after_seq)
+        if self._status(record) in (WAITING, IN_PROGRESS):
+            return seat, after, None
+        history, _ = await self.store.events_after(match_id, after, with_record=False)
+        return seat, after, [past for past in history if past.visible_to(seat)]
 
     def heartbeat(self, version: int) -> StoredEvent:
         """A quiet stream's heartbeat, after events up to ``version``."""
