@@ -22,7 +22,7 @@ from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
 from tests.conftest import available_games, running_services, service_settings
-from tests.helpers import active_seat_move, events_before, refusal, start_match
+from tests.helpers import active_seat_move, events_before, refusal, start_match, wait_until
 from tests.test_all_games import default_options
 from tests.test_concurrency import stored_events
 
@@ -216,6 +216,15 @@ async def subscribers(redis_client, match_id: str) -> int:
     return (await redis_client.pubsub_numsub(keys.notify(match_id)))[0][1]
 
 
+async def watch_released(redis_client, match_id: str) -> None:
+    """Until no replica is subscribed to ``match_id``'s notifications (10 s at most)."""
+
+    async def released() -> bool:
+        return not await subscribers(redis_client, match_id)
+
+    await wait_until(released, f"the watch of {match_id} to be released", timeout_s=10)
+
+
 async def test_a_quiet_play_match_stream_gets_heartbeats_at_its_version(redis_url):
     async with running_services(redis_url, games=[GAME], heartbeat_s=1) as quick:
         client = quick.replica_client(GAME, 0)
@@ -247,11 +256,7 @@ async def test_a_cancelled_play_match_stream_releases_its_watch(redis_url, redis
         assert (await asyncio.wait_for(call.read(), 10)).events, "the history came"
         assert await subscribers(redis_client, started.match_id) == 1
         call.cancel()
-        for _ in range(100):
-            if not await subscribers(redis_client, started.match_id):
-                break
-            await asyncio.sleep(0.1)
-        assert await subscribers(redis_client, started.match_id) == 0
+        await watch_released(redis_client, started.match_id)
 
 
 async def test_quiet_streams_get_heartbeats_and_a_killed_clients_watch_is_released(redis_url, redis_client):
@@ -283,11 +288,7 @@ async def test_quiet_streams_get_heartbeats_and_a_killed_clients_watch_is_releas
             watcher.kill()  # SIGKILL: no goodbye from the client
             await asyncio.wait_for(watcher.wait(), 10)
             killed_at = time.monotonic()
-            for _ in range(100):
-                if not await subscribers(redis_client, started.match_id):
-                    break
-                await asyncio.sleep(0.1)
-            assert await subscribers(redis_client, started.match_id) == 0
+            await watch_released(redis_client, started.match_id)
             assert time.monotonic() - killed_at < 10
         finally:
             if watcher.returncode is None:
