@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import grpc
+from grpc_health.v1 import health_pb2
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
 from gateway.backends import ReplicaPool, watch_health
@@ -95,6 +96,11 @@ async def main(settings: GatewaySettings) -> None:
         metrics=settings.metrics_listen or None,
         health_port=health_port and health_port[1],
     )
+    # Until watch_health has seen a game's replicas answer, the gateway cannot serve it: a
+    # probe or client told SERVING at start would meet UNAVAILABLE while they still connect.
+    for pool in pools:
+        await checker.set(pool.service, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await checker.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
     health_watch = asyncio.create_task(watch_health(checker, pools))
 
     async def close() -> None:

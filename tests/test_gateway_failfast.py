@@ -148,3 +148,41 @@ def test_gateway_refuses_an_unknown_game_name_and_lists_the_accepted_ones():
     assert "MOGAMES_BACKENDS_HAPPYMOCHI: no such game" in result.stderr
     for accepted in ("MOGAMES_BACKENDS_HAPPY_MOCHI", "MOGAMES_BACKENDS_MORI", "MOGAMES_BACKENDS_MORISI"):
         assert accepted in result.stderr
+
+
+async def test_a_starting_gateway_reports_a_game_serving_only_once_it_has_reached_a_replica(
+    redis_url, tmp_path
+):
+    """Not SERVING from its first answer while no replica has answered it (it used to start
+    SERVING and learn otherwise two seconds later: a client that waited for SERVING then
+    met UNAVAILABLE)."""
+    happy_port, gateway_port = free_port(), free_port()
+    gateway = spawn(
+        ["-m", "gateway"],
+        {
+            "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+            "MOGAMES_BACKENDS_HAPPY_MOCHI": f"127.0.0.1:{happy_port}",
+        },
+        tmp_path / "gateway.log",
+    )
+    happy = None
+    try:
+        wait_for_port(gateway_port, 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+            assert await health_status(channel, HAPPY) == NOT_SERVING
+            assert await health_status(channel, "") == NOT_SERVING
+            assert await health_status(channel, "mogames.lobby.v1.Lobby") == SERVING
+            happy = _service("happy_mochi", happy_port, redis_url, tmp_path / "happy.log")
+            await wait_until(lambda: _is(channel, HAPPY, SERVING), "happy_mochi SERVING", 30)
+            # SERVING means a replica answered through the channel calls take: no wait.
+            match = await GameClient(channel, "happy_mochi").create(2)
+            assert match.match_id
+    finally:
+        for process in (gateway, happy):
+            if process is not None:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=30)
+
+
+async def _is(channel: grpc.aio.Channel, service: str, status: int) -> bool:
+    return await health_status(channel, service) == status

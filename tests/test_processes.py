@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_health.v1 import health_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from clients.bot import play_match
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
 from tests.conftest import TOKEN_SECRET
+from tests.helpers import wait_serving
 
 
 def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[str]:
@@ -197,10 +198,10 @@ async def test_processes_serve_health_reflection_logs_and_stop_gracefully(redis_
         wait_for_port(service_port, 30)
         wait_for_port(gateway_port, 30)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
-            health = health_pb2_grpc.HealthStub(channel)
+            # The gateway's games (and so its overall health) turn SERVING once it has
+            # reached their replicas.
             for name in ("", "mogames.happymochi.v1.HappyMochi", "mogames.lobby.v1.Lobby"):
-                reply = await health.Check(health_pb2.HealthCheckRequest(service=name))
-                assert reply.status == health_pb2.HealthCheckResponse.SERVING
+                await wait_serving(channel, name)
             reflection = reflection_pb2_grpc.ServerReflectionStub(channel)
             request = reflection_pb2.ServerReflectionRequest(list_services="")
             responses = [r async for r in reflection.ServerReflectionInfo(iter([request]))]
