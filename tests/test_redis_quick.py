@@ -12,7 +12,8 @@ import pytest
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from services.runtime.redis_client import connect
+from services.runtime import redis_client as redis_client_module
+from services.runtime.redis_client import QUICK_KEPT, connect
 from tests.helpers import wait_until
 
 BLOCK_S = 30  # how long a test's BLPOP would block if nothing closed its connection
@@ -69,3 +70,40 @@ async def _until_redis_saw_the_close(redis_client) -> None:
 async def _blocked_clients(redis_client) -> bool:
     # Only this file blocks in BLPOP; the session's Redis may hold other tests' blocked XREADs.
     return any(c["cmd"] == "blpop" for c in await redis_client.client_list())
+
+
+async def test_a_burst_keeps_its_connections_until_they_are_idle(pool, redis_client, monkeypatch):
+    """More commands at once than QUICK_KEPT: each gets a connection, and those are kept
+    for the next burst instead of closed as each command ends (a replica under steady
+    load opened and closed connections all the time); once idle they are closed down to
+    QUICK_KEPT."""
+    monkeypatch.setattr(redis_client_module, "IDLE_CLOSE_S", 0.3)
+    burst = QUICK_KEPT + 8
+    key = f"quick-{uuid.uuid4()}"
+    # Each BLPOP holds its connection until a push answers it, so all are open at once.
+    waiting = [asyncio.create_task(pool.quick("BLPOP", key, BLOCK_S)) for _ in range(burst)]
+    await wait_until(lambda: _blocked_count_is(redis_client, burst), "every BLPOP to block")
+    await redis_client.rpush(key, *range(burst))
+    assert len(await asyncio.gather(*waiting)) == burst
+    assert len(pool._quick) == burst
+    kept = set(map(id, pool._quick))
+    await asyncio.gather(*(pool.quick("PING") for _ in range(burst)))
+    assert set(map(id, pool._quick)) == kept, "the second burst opened connections"
+
+    async def trimmed() -> bool:
+        return len(pool._quick) == QUICK_KEPT
+
+    await wait_until(trimmed, f"the idle connections closed down to {QUICK_KEPT}", timeout_s=10)
+    assert await pool.quick("PING") == b"PONG"
+
+
+async def test_connections_share_one_driver_info(pool):
+    """redis-py would make each connection's from the package metadata (slow: importlib
+    parses it anew every time)."""
+    first, second = pool.make_connection(), pool.make_connection()
+    assert first.driver_info is second.driver_info
+    assert first.driver_info.formatted_name == "redis-py"
+
+
+async def _blocked_count_is(redis_client, count: int) -> bool:
+    return sum(c["cmd"] == "blpop" for c in await redis_client.client_list()) == count

@@ -29,9 +29,11 @@ from redis.asyncio.cluster import ClusterNode
 from redis.asyncio.connection import ConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
+from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.utils import get_lib_version
 
 RedisClient = aioredis.Redis | aioredis.RedisCluster
 
@@ -47,8 +49,16 @@ MAX_CONNECTIONS = 512
 # once; those left idle this long are closed, all but the few most recently used.
 IDLE_CLOSE_S = 5.0
 KEEP_IDLE = 2
-# Idle connections ``IdleClosingPool.quick`` keeps for the next commands.
+# Idle connections ``IdleClosingPool.quick`` keeps for the next commands however long they
+# stay idle; more, left by a burst of commits at once, are closed once idle IDLE_CLOSE_S.
+# (Closing each spare at once made a replica under steady load open and close connections
+# all the time: a new one costs a connect and two commands, and redis-py's set-up.)
 QUICK_KEPT = 32
+
+# What CLIENT SETINFO tells Redis about the client, made once: left to redis-py, every new
+# connection reads the package's metadata again (importlib.metadata parsing its files, a
+# tenth of a busy replica's CPU when connections came and went).
+_DRIVER_INFO = DriverInfo(name="redis-py", lib_version=get_lib_version())
 
 
 class RedisUrlError(ValueError):
@@ -149,31 +159,42 @@ class IdleClosingPool(ConnectionPool):
         return reply
 
     def _keep_quick(self, connection: Any) -> None:
-        if len(self._quick) < QUICK_KEPT:
-            self._quick.append(connection)
-        else:
-            # Past a burst: the spare connection goes (its socket closes with it).
-            asyncio.get_running_loop().create_task(connection.disconnect())
+        self._quick.append(connection)
+        self._released_at[connection] = time.monotonic()
+        if len(self._quick) > QUICK_KEPT:
+            self._close_idle_later()
 
     async def release(self, connection: Any) -> None:
         await super().release(connection)
         self._released_at[connection] = time.monotonic()
-        if len(self._available_connections) > KEEP_IDLE and (self._closer is None or self._closer.done()):
+        if len(self._available_connections) > KEEP_IDLE:
+            self._close_idle_later()
+
+    def _close_idle_later(self) -> None:
+        if self._closer is None or self._closer.done():
             # The task holds the pool weakly: a pool nobody uses any more is not kept alive.
             self._closer = asyncio.get_running_loop().create_task(_close_idle_loop(weakref.ref(self)))
 
     async def close_idle(self) -> bool:
-        """Close the idle connections; whether more than KEEP_IDLE stay open."""
+        """Close the idle connections past KEEP_IDLE (the pool's) and QUICK_KEPT (the quick
+        lane's); whether more than those stay open."""
         now = time.monotonic()
+
+        def idle(spare: list[Any]) -> list[Any]:
+            return [c for c in spare if now - self._released_at.get(c, now) >= IDLE_CLOSE_S]
+
         async with self._lock:
-            spare = self._available_connections[: max(0, len(self._available_connections) - KEEP_IDLE)]
-            idle = [c for c in spare if now - self._released_at.get(c, now) >= IDLE_CLOSE_S]
-            for connection in idle:
-                self._available_connections.remove(connection)
-            left = len(self._available_connections)
-        for connection in idle:
+            available = self._available_connections
+            closing = idle(available[: max(0, len(available) - KEEP_IDLE)])
+            for connection in closing:
+                available.remove(connection)
+            left = len(available)
+        # The quick lane takes its most recently used connection first: the idle ones lead.
+        quick_idle = idle(self._quick[: max(0, len(self._quick) - QUICK_KEPT)])
+        self._quick = [c for c in self._quick if c not in quick_idle]
+        for connection in (*closing, *quick_idle):
             await connection.disconnect()
-        return left > KEEP_IDLE
+        return left > KEEP_IDLE or len(self._quick) > QUICK_KEPT
 
     async def disconnect(self, inuse_connections: bool = True) -> None:
         if self._closer is not None:
@@ -214,6 +235,7 @@ def connect(
         "socket_timeout": socket_timeout_s,
         "socket_connect_timeout": CONNECT_TIMEOUT_S,
         "max_connections": max_connections,
+        "driver_info": _DRIVER_INFO,
     }
     if not is_cluster_url(url):
         if password and not urlsplit(url).password:
