@@ -14,9 +14,11 @@ from typing import Any
 import msgspec
 import pytest
 
-from services.catalog import rules_module
+from deploy.history_dictionaries import COMMITS, sample_commits
+from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime import keys
 from services.runtime.errors import Aborted, FailedPrecondition
+from services.runtime.history_chunks import UnknownDictionary, array_header, game_dictionary, unpack_chunk
 from services.runtime.matches import FINISHED, MatchService, MoveResult
 from services.runtime.redis_client import connect
 from services.runtime.store import (
@@ -26,11 +28,14 @@ from services.runtime.store import (
     RECORD_BYTES,
     REQUEST_WINDOW,
     MatchStore,
+    StoredCommit,
     StoredEvent,
 )
 from tests.conftest import service_settings
 
 Position = tuple[int, int]
+# What the shipped dictionaries save at least, over a match's first few chunks.
+SMALLER = 0.9
 
 
 @contextlib.asynccontextmanager
@@ -211,22 +216,70 @@ async def test_history_stored_before_the_tail_still_reads(redis_url: str, redis_
             assert events == [e for e in history if (e.version, e.seq) > position], position
 
 
-async def test_chunks_compressed_alone_still_read(redis_url: str, redis_client) -> None:
-    """Archive chunks after the first written without the first as dictionary (as the first
-    archive layout did) read the same."""
+def _inflate(chunk: bytes, preset: bytes = b"") -> bytes:
+    decompressor = zlib.decompressobj(zdict=preset) if preset else zlib.decompressobj()
+    return decompressor.decompress(chunk) + decompressor.flush()
+
+
+def _deflate(plain: bytes, preset: bytes = b"") -> bytes:
+    if not preset:
+        return zlib.compress(plain)
+    compressor = zlib.compressobj(zdict=preset)
+    return compressor.compress(plain) + compressor.flush()
+
+
+async def _archived(redis_client, game: str, match_id: str) -> tuple[list[bytes], list[bytes]]:
+    """The match's archive chunks as stored, and each decompressed (the first with the
+    game's shipped dictionary, the others with it followed by the first)."""
+    chunks = await redis_client.lrange(keys.archive(match_id), 0, -1)
+    shipped = game_dictionary(game)
+    first = _inflate(chunks[0], shipped)
+    return chunks, [first, *(_inflate(chunk, shipped + first) for chunk in chunks[1:])]
+
+
+@pytest.mark.parametrize("layout", ["each alone", "the first as dictionary"])
+async def test_chunks_of_the_earlier_layouts_still_read(redis_url: str, redis_client, layout: str) -> None:
+    """Archives written before the shipped dictionaries read the same: every chunk
+    compressed alone (the first layout), or the first alone and every later one with the
+    first as its dictionary (the second)."""
     async with replicas("mori", redis_url, count=1) as services:
         store = services[0].store
         match_id, tokens = await start(services[0], 3, 15)
         history, _ = await play(services, match_id, tokens, 15, moves=3 * CHUNK + KEEP_RECENT)
-        chunks = await redis_client.lrange(keys.archive(match_id), 0, -1)
+        chunks, plains = await _archived(redis_client, "mori", match_id)
         assert len(chunks) >= 3
-        dictionary = zlib.decompress(chunks[0])
-        for index, chunk in enumerate(chunks[1:], start=1):
-            decompressor = zlib.decompressobj(zdict=dictionary)
-            alone = zlib.compress(decompressor.decompress(chunk) + decompressor.flush())
-            assert alone != chunk
-            await redis_client.lset(keys.archive(match_id), index, alone)
+        for index, plain in enumerate(plains):
+            preset = plains[0] if index and layout == "the first as dictionary" else b""
+            earlier = _deflate(plain, preset)
+            assert earlier != chunks[index]
+            await redis_client.lset(keys.archive(match_id), index, earlier)
         assert await store.history(match_id) == history
+
+
+@pytest.mark.parametrize("game", list(GAME_PACKAGES))
+async def test_the_shipped_dictionary_makes_a_match_archive_smaller(
+    redis_url: str, redis_client, game: str
+) -> None:
+    """A match (another seed than the dictionary's sample) archives in fewer bytes than the
+    earlier layout (first chunk alone, later ones with the first as dictionary) made of
+    the same commits, and replays the same."""
+    assert game_dictionary(game), f"services/{GAME_PACKAGES[game]}/history.zdict is missing"
+    async with replicas(game, redis_url, count=1) as services:
+        players = rules_module(game).GAME.min_players
+        match_id, tokens = await start(services[0], players, 21)
+        history, _ = await play(services, match_id, tokens, 21, moves=4 * CHUNK + KEEP_RECENT)
+        chunks, plains = await _archived(redis_client, game, match_id)
+        assert len(chunks) >= 3, "the match ended before three chunks were archived"
+        earlier = [_deflate(plains[0]), *(_deflate(plain, plains[0]) for plain in plains[1:])]
+        stored, before = sum(map(len, chunks)), sum(map(len, earlier))
+        assert stored < SMALLER * before, f"{stored} bytes against {before} without the dictionary"
+        assert await services[0].store.history(match_id) == history
+
+
+def test_a_chunk_naming_an_unknown_dictionary_is_refused_by_name() -> None:
+    chunk = _deflate(msgspec.msgpack.encode([[1, 1, [], None]]), b"a dictionary nobody ships")
+    with pytest.raises(UnknownDictionary, match="dictionary this server lacks"):
+        unpack_chunk(chunk, b"")
 
 
 async def test_a_request_digest_counts_only_at_a_record_start(redis_url: str, redis_client) -> None:
@@ -261,3 +314,13 @@ async def test_a_match_keeps_the_request_records_of_its_last_moves_only(redis_ur
         with pytest.raises(Aborted):
             await services[1].submit_move(match_id, tokens[seat], move, first.version - 1, request_id)
         assert await store.history(match_id) == history, "no retry applied anything"
+
+
+async def test_the_dictionary_tool_samples_a_match_first_commits_as_stored(redis_url: str) -> None:
+    """``python -m deploy.history_dictionaries`` (for a game without a dictionary yet)."""
+    sample = await sample_commits("mori", redis_url)
+    commits = [StoredCommit.decode(item) for item in msgspec.msgpack.decode(array_header(COMMITS) + sample)]
+    versions = [c.version for c in commits]
+    # Version 0 is the creation and the joins, a commit each; then a move a commit.
+    assert len(commits) == COMMITS and versions[0] == 0 and versions == sorted(versions)
+    assert versions[-1] > COMMITS // 2 and all(c.events for c in commits)

@@ -19,7 +19,6 @@ import dataclasses
 import hashlib
 import json
 import time
-import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from redis.exceptions import NoScriptError
 
 from services.engine import EngineState
 from services.runtime import keys, metrics
+from services.runtime.history_chunks import first_plain, pack_chunk, unpack_chunk
 from services.runtime.redis_client import IdleClosingPool, RedisClient, text
 
 log = structlog.get_logger("store")
@@ -299,30 +299,6 @@ class StoredCommit:
         return cls(version, first, events, answer)
 
 
-def _array_header(count: int) -> bytes:
-    """MessagePack's header of an array of ``count`` items (the tail's elements follow it)."""
-    return bytes([0x90 | count]) if count < 16 else b"\xdc" + count.to_bytes(2, "big")
-
-
-def _chunk(elements: list[bytes], first_chunk: bytes | None) -> bytes:
-    """An archive element: the tail elements as one MessagePack array, zlib-compressed; with
-    the match's first chunk (decompressed) as the preset dictionary when there is one, since
-    a match's events repeat the same names and shapes (~40% smaller than alone)."""
-    raw = _array_header(len(elements)) + b"".join(elements)
-    if first_chunk is None:
-        return zlib.compress(raw)
-    compressor = zlib.compressobj(zdict=zlib.decompress(first_chunk))
-    return compressor.compress(raw) + compressor.flush()
-
-
-def _unchunk(chunk: bytes, dictionary: bytes) -> list[Any]:
-    """The tail elements of an archive element (``dictionary``: the first chunk
-    decompressed, which a chunk compressed alone does not ask for)."""
-    decompressor = zlib.decompressobj(zdict=dictionary)
-    items: list[Any] = _unpack(decompressor.decompress(chunk) + decompressor.flush())
-    return items
-
-
 @dataclass(frozen=True)
 class FeedEntry:
     """An entry for a per-game move feed (``keys.game_moves``), capped near ``maxlen``."""
@@ -440,7 +416,7 @@ class MatchStore:
         outcome, value = text(result[0]), text(result[1])
         if outcome == "ok":
             if len(result) > 2:
-                self._hold(match_id, list(result[2]), result[3] if len(result) > 3 else None)
+                self._hold(match_id, record.game, list(result[2]), result[3] if len(result) > 3 else None)
             if feed is not None and not in_commit:
                 await self._append(feed, record.version)
             return CommitResult("ok", rev=int(value))
@@ -450,10 +426,10 @@ class MatchStore:
             self._pending.setdefault(match_id, (first, chunk))  # for the attempt after this one
         return CommitResult("conflict")
 
-    def _hold(self, match_id: str, elements: list[bytes], first_chunk: bytes | None) -> None:
+    def _hold(self, match_id: str, game: str, elements: list[bytes], first_chunk: bytes | None) -> None:
         """Compress the tail elements a commit handed out; the next commit takes them in
         (only if the tail still starts with them, so the archive is still as it was)."""
-        self._pending[match_id] = (elements[0], _chunk(elements, first_chunk))
+        self._pending[match_id] = (elements[0], pack_chunk(elements, first_chunk, game))
         self._pending.move_to_end(match_id)
         while len(self._pending) > MAX_PENDING_CHUNKS:
             self._pending.popitem(last=False)
@@ -523,9 +499,9 @@ class MatchStore:
         older: list[StoredCommit] = []
         reached = False
         chunks: Any = await self.redis.lrange(keys.archive(match_id), 0, -1)
-        dictionary = zlib.decompress(chunks[0]) if chunks else b""
+        first = first_plain(chunks[0]) if chunks else b""
         for chunk in reversed(chunks):
-            decoded = [StoredCommit.decode(item) for item in _unchunk(chunk, dictionary)]
+            decoded = [StoredCommit.decode(item) for item in unpack_chunk(chunk, first)]
             older[:0] = decoded
             if _first(decoded[0]) <= after:
                 reached = True
