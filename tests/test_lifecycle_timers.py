@@ -233,3 +233,50 @@ async def test_the_reaper_ends_an_idle_match_and_its_watchers_see_it():
             assert 0 < ttl <= service_settings(GAME, url).finished_ttl_s
             assert await redis.zscore(keys.due(GAME), match_id) is None
             await redis.aclose()
+
+
+async def test_a_timed_move_on_one_redis_wakes_its_due_entry_inside_its_commit():
+    """On one Redis a move of a timed match reads Redis's clock and commits: its due-set
+    entry is woken by the commit script itself (no ZADD before it, no wake script after:
+    two round trips instead of four), and stands at the new turn's deadline."""
+    with running_redis() as url:
+        client = connect(url)
+        service = MatchService(rules_module(GAME), MatchStore(client), service_settings(GAME, url))
+        facts = await service.create_match(2, 22, {}, {"turn_seconds": 60})
+        tokens = {}
+        for name in ("ann", "bob"):
+            joined = await service.join_match(facts.match_id, name)
+            tokens[joined.seat] = joined.token
+        record = await service.store.load(facts.match_id)
+        assert record is not None
+        state = service.decode_state(record.state)
+        seat = state.active_seats()[0]
+        await service.submit_move(facts.match_id, tokens[seat], state.legal_moves(seat)[0], None, "first")
+        before = await _command_calls(client)
+        started_ms = await service.redis_now_ms()
+        for n in range(5):
+            record = await service.store.load(facts.match_id)
+            assert record is not None
+            state = service.decode_state(record.state)
+            seat = state.active_seats()[0]
+            await service.submit_move(facts.match_id, tokens[seat], state.legal_moves(seat)[0], None, f"m{n}")
+        after = await _command_calls(client)
+        sent = {name: after.get(name, 0) - before.get(name, 0) for name in ("evalsha", "time", "zadd")}
+        sent["time"] -= 1  # started_ms
+        # Five moves: a clock read and a commit each (the loop's loads are HMGETs); the
+        # commit script's own ZADD counts as a zadd: one per move, none sent on its own.
+        assert sent == {"evalsha": 5, "time": 5, "zadd": 5}, sent
+        record = await service.store.load(facts.match_id)
+        assert record is not None
+        deadline = service.seats(record).next_due_ms()
+        score = await service.due.score(facts.match_id)
+        # Writers only ever lower a waiting entry: it stands at the earliest deadline these
+        # moves set (a turn's 60 s), far before the idle reaper's time.
+        assert deadline is not None and score is not None
+        assert started_ms + 59_000 < score <= deadline
+        await client.aclose()
+
+
+async def _command_calls(client) -> dict[str, int]:
+    stats = await client.info("commandstats")
+    return {name.removeprefix("cmdstat_"): int(value["calls"]) for name, value in stats.items()}

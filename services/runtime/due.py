@@ -51,16 +51,23 @@ else redis.call('ZADD', KEYS[1], ARGV[3], ARGV[1]) end
 return 1
 """
 
-# KEYS: the due set. ARGV: match id, due ms.
-_WAKE = """
-local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+
+def wake_lua(due_set: str, match_id: str, due_ms: str) -> str:
+    """The wake in Lua, on the Lua expressions given: a held entry (its lease ends in .5)
+    replaced, a waiting one lowered. The commit script runs it too, on one Redis, where
+    the due set may share a script with the match's keys."""
+    return f"""
+local score = redis.call('ZSCORE', {due_set}, {match_id})
 if score and tonumber(score) % 1 ~= 0 then
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+  redis.call('ZADD', {due_set}, {due_ms}, {match_id})
 else
-  redis.call('ZADD', KEYS[1], 'LT', ARGV[2], ARGV[1])
+  redis.call('ZADD', {due_set}, 'LT', {due_ms}, {match_id})
 end
-return 1
 """
+
+
+# KEYS: the due set. ARGV: match id, due ms.
+_WAKE = wake_lua("KEYS[1]", "ARGV[1]", "ARGV[2]") + "return 1\n"
 
 
 class DueSet:

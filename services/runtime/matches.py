@@ -248,8 +248,7 @@ class MatchService:
 
     async def redis_now_ms(self) -> int:
         """Redis's clock: every turn deadline is set and compared on it, not a replica's."""
-        seconds, micros = await self.store.redis.time()
-        return int(seconds) * 1000 + int(micros) // 1000
+        return await self.store.now_ms()
 
     async def get_match(self, match_id: str) -> MatchFacts:
         return self.facts(await self._current(match_id))
@@ -396,8 +395,9 @@ class MatchService:
         ]
         record.event_seq += len(stored)
         record.updated_at = self.clock()
-        due = await self._clocks(record, None)
-        result = await self.store.commit(record, stored, self._ttl(record))
+        due = await self._clocks(record, None, lower=not (wake and self.store.wakes_in_commit))
+        woken = self._wake_in_commit(due, wake)
+        result = await self.store.commit(record, stored, self._ttl(record), wake=woken)
         if result.outcome != "ok":
             return False
         record.rev = result.rev
@@ -446,10 +446,12 @@ class MatchService:
         timed_out: bool = False,
         hand_to_bot: str = "",
         state: Any = None,
+        lower: bool = True,
     ) -> int | None:
         """Set the turn clocks and bot due times the commit of ``record`` leaves, on Redis's
-        clock, and make sure the scheduler looks at the match by the earliest of them: its
-        due time (None when nothing but the idle reaper is due)."""
+        clock, and (``lower``) make sure the scheduler looks at the match by the earliest of
+        them: its due time (None when nothing but the idle reaper is due). Not ``lower``:
+        the commit itself wakes the entry (one Redis, see ``_wake_in_commit``)."""
         seats = self.seats(record)
         if hand_to_bot and mover is not None:
             seats.seat_bot(mover, hand_to_bot)
@@ -462,16 +464,24 @@ class MatchService:
         think_ms = self.settings.bot_think_ms
         seats.after_change(active, None if hand_to_bot else mover, now_ms, think_ms, timed_out)
         due = seats.next_due_ms()
-        if due is not None:
+        if due is not None and lower:
             # Before the commit, and only ever earlier (LT): if the commit then fails, the
             # scheduler merely looks too early and finds nothing due.
             await self.due.lower(record.match_id, due)
         return due
 
+    def _wake_in_commit(self, due: int | None, wake: bool = True) -> tuple[str, int] | None:
+        """What a commit that wakes the match's due entry passes to do it in its own script
+        (one Redis): atomic with the commit, and no round trip before or after it."""
+        if not wake or due is None or not self.store.wakes_in_commit:
+            return None
+        return self.due.key, due
+
     async def _wake(self, record: MatchRecord, due: int | None) -> None:
         """After a commit: the scheduler may have read the match just before it (and hold its
-        due entry), so the entry is woken with the commit's own due time."""
-        if due is None:
+        due entry), so the entry is woken with the commit's own due time (on one Redis the
+        commit did it already)."""
+        if due is None or self.store.wakes_in_commit:
             return
         try:
             await self.due.wake(record.match_id, due)
@@ -519,7 +529,7 @@ class MatchService:
                 record, state, events = attempt
             previous = (record.version, record.event_seq)
             stored = self._advance(record, state, events)
-            due = await self._clocks(record, seat, state=state)
+            due = await self._clocks(record, seat, state=state, lower=not self.store.wakes_in_commit)
             active = _active_seats(state, record.status)
             first = MoveResult(
                 version=record.version,
@@ -535,6 +545,7 @@ class MatchService:
                 request,
                 RecordedAnswer(active, record.status) if request_id else None,
                 self._feed(record, seat, stored),
+                self._wake_in_commit(due),
             )
             if result.outcome == "duplicate" and not request_id:
                 # This attempt's own commit, re-sent after its reply was lost: it is in, and

@@ -15,6 +15,7 @@ in one string per match, which keeps the match's last ``REQUEST_WINDOW`` of them
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -32,6 +33,7 @@ from redis.exceptions import NoScriptError
 
 from services.engine import EngineState
 from services.runtime import keys, metrics
+from services.runtime.due import wake_lua
 from services.runtime.history_chunks import first_plain, pack_chunk, unpack_chunk
 from services.runtime.redis_client import IdleClosingPool, RedisClient, text
 
@@ -97,7 +99,9 @@ end
 # ARGV: 1 expected rev, 2 new doc, 3 ttl seconds, 4 request digest ('' = none),
 #       5 new version, 6 tail element ('' = no events), 7 last event id ('' = none),
 #       8 feed maxlen, 9 feed entry (JSON list of field, value pairs; '' = none),
-#       10 archived chunk ('' = none), 11 the tail's first element it was made from.
+#       10 archived chunk ('' = none), 11 the tail's first element it was made from,
+#       12 the match's due time to wake its due-set entry with ('' = none; one Redis only:
+#       the due set is then the last key), 13 the match id (the due set's member).
 # Returns {'ok', new rev[, the tail's oldest CHUNK elements and the archive's first chunk
 # (false: none yet) when they are due for the archive]}, {'conflict', rev} or
 # {'duplicate', version}.
@@ -133,6 +137,9 @@ if ARGV[7] ~= '' then redis.call('PUBLISH', KEYS[5], ARGV[7]) end
 if ARGV[9] ~= '' and KEYS[6] then
   redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[8], '*', unpack(cjson.decode(ARGV[9])))
 end
+if ARGV[12] ~= '' then
+WAKE
+end
 if redis.call('LLEN', KEYS[2]) >= CHUNK + KEEP then
   local first_chunk = redis.call('LINDEX', KEYS[3], 0)
   return {'ok', tostring(new_rev), redis.call('LRANGE', KEYS[2], 0, CHUNK - 1), first_chunk}
@@ -141,6 +148,7 @@ return {'ok', tostring(new_rev)}
 """.replace("CHUNK", str(CHUNK))
     .replace("KEEP", str(KEEP_RECENT))
     .replace("WINDOW_BYTES", str(REQUEST_WINDOW * RECORD_BYTES))
+    .replace("WAKE", wake_lua("KEYS[#KEYS]", "ARGV[13]", "ARGV[12]"))
 )
 
 # KEYS: match hash, request records. ARGV: request digest. Returns rev, doc and the
@@ -324,6 +332,8 @@ class MatchStore:
         # One Redis: the feed entry goes in the commit script (one round trip). A cluster
         # keeps the feed in another slot, so it is appended right after the commit.
         self._feed_in_commit = not isinstance(client, aioredis.RedisCluster)
+        # The same for waking the match's due-set entry (services/runtime/due.py).
+        self.wakes_in_commit = self._feed_in_commit
         pool = getattr(client, "connection_pool", None)
         self._quick: Callable[..., Awaitable[Any]] | None = (
             pool.quick if isinstance(pool, IdleClosingPool) else None
@@ -354,6 +364,16 @@ class MatchStore:
             pipe.expire(key, ttl_s)
             await pipe.execute()
 
+    async def now_ms(self) -> int:
+        """Redis's clock in ms (turn deadlines are set and compared on it): by the quick lane
+        on one Redis, as a move's commit goes."""
+        if self._quick is not None:
+            with contextlib.suppress(RedisConnectionError):
+                seconds, micros = await self._quick("TIME")
+                return int(seconds) * 1000 + int(micros) // 1000
+        seconds, micros = await self.redis.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
     async def rev(self, match_id: str) -> int | None:
         """The match's current rev (None: no such match): one small field, no document."""
         rev = await self.redis.hget(keys.match(match_id), "rev")
@@ -381,10 +401,13 @@ class MatchStore:
         request: bytes = b"",
         answer: RecordedAnswer | None = None,
         feed: FeedEntry | None = None,
+        wake: tuple[str, int] | None = None,
     ) -> CommitResult:
         """Write ``record`` if nobody wrote since it was loaded (its ``rev``), with
         ``events`` (one version's, in order), the ``request`` digest and the ``answer`` a
-        retry of it gets; once it is written, append ``feed`` to its per-game feed."""
+        retry of it gets; once it is written, append ``feed`` to its per-game feed. With
+        ``wake`` (a due set and the match's due ms; only where ``wakes_in_commit``), the
+        match's entry there is woken in the same script."""
         match_id = record.match_id
         in_commit = feed is not None and self._feed_in_commit
         feed_fields = [str(v) for pair in feed.fields.items() for v in pair] if feed is not None else []
@@ -401,6 +424,8 @@ class MatchStore:
             _json(feed_fields) if in_commit else b"",
             chunk,
             first,
+            wake[1] if wake is not None else "",
+            match_id,
         ]
         script_keys = [
             keys.match(match_id),
@@ -412,6 +437,9 @@ class MatchStore:
         if in_commit:
             assert feed is not None
             script_keys.append(feed.key)
+        if wake is not None:
+            assert self.wakes_in_commit, "the due set is in another slot: wake it after the commit"
+            script_keys.append(wake[0])
         result = await self._run_commit(script_keys, argv)
         outcome, value = text(result[0]), text(result[1])
         if outcome == "ok":
