@@ -69,9 +69,10 @@ async def game_load(
     options: dict[str, Any],
     one_stream: bool = False,
     players: int | None = None,
+    turn_seconds: int = 0,
 ) -> tuple[Load, float]:
     """``concurrency`` matches at a time for ``duration_s``, each of ``players`` seats (None:
-    drawn from the game's range, match by match)."""
+    drawn from the game's range, match by match), with turn clocks of ``turn_seconds``."""
     info = rules_module(game).GAME
     load = Load()
     until = time.monotonic() + duration_s
@@ -89,6 +90,7 @@ async def game_load(
                     until=until,
                     options=options,
                     one_stream=one_stream,
+                    turn_seconds=turn_seconds,
                 )
             except grpc.aio.AioRpcError as error:
                 load.errors += 1
@@ -312,7 +314,14 @@ async def measure(
     meter = CpuMeter(roles)
     meter.start()
     load, elapsed = await game_load(
-        target, game, args.concurrency, duration, options, one_stream, seats_of(game, args.players)
+        target,
+        game,
+        args.concurrency,
+        duration,
+        options,
+        one_stream,
+        seats_of(game, args.players),
+        args.turn_seconds,
     )
     used = meter.stop()
     per_move = {role: seconds * 1000 / max(load.moves, 1) for role, seconds in used.items()}
@@ -439,7 +448,9 @@ def print_table(
     )
     print(
         f"{args.concurrency} concurrent matches of {args.players} seats (--players); {args.replicas}"
-        " replica(s) per game; Redis with AOF"
+        " replica(s) per game;"
+        + (f" a {args.turn_seconds} s turn clock on every decision;" if args.turn_seconds else "")
+        + " Redis with AOF"
         " (everysec); a seat plays each prompt of its WatchMatch by a SubmitMove, or both on one PlayMatch"
         " stream (move latency: sent to answered); server CPU is"
         " every server process (Redis, nginx, gateway, the game's replicas) from /proc over the window,"
@@ -465,6 +476,12 @@ def main() -> None:
         " measures) or random (drawn from the game's range, match by match)",
     )
     parser.add_argument("--no-nginx", action="store_true", help="the Python gateway only")
+    parser.add_argument(
+        "--turn-seconds",
+        type=int,
+        default=0,
+        help="a turn clock of this many seconds on every decision (TableOptions.turn_seconds; 0: none)",
+    )
     parser.add_argument(
         "--option", action="append", default=[], help="match option game:name=value, e.g. more:max_rounds=1"
     )

@@ -45,6 +45,7 @@ async def play_match(
     server_bots: int = 0,
     bot_level: str = "",
     one_stream: bool = False,
+    turn_seconds: int = 0,
 ) -> PlayedMatch:
     """Create a match, seat ``players`` bots, and play random legal moves until it ends
     (or, with ``until``, a ``time.monotonic()`` deadline, until then). The last
@@ -53,9 +54,12 @@ async def play_match(
 
     Each seat plays as a live client does: one WatchMatch, and one SubmitMove per decision,
     taken from the stream's prompts (or from ``next_moves`` in a multi-step turn); with
-    ``one_stream``, both on one PlayMatch stream."""
+    ``one_stream``, both on one PlayMatch stream. ``turn_seconds`` gives every decision a
+    turn clock (TableOptions.turn_seconds; 0: none)."""
     rng = rng or random.Random(seed)
-    table = common_pb2.TableOptions(bot_seats=range(players - server_bots, players), bot_level=bot_level)
+    table = common_pb2.TableOptions(
+        bot_seats=range(players - server_bots, players), bot_level=bot_level, turn_seconds=turn_seconds
+    )
     match = await client.create(players, seed=seed, options=options, table=table)
     tokens = {}
     for n in range(players - server_bots):

@@ -8,7 +8,7 @@ import argparse
 from clients import bench, bench_cluster, markdown
 
 ARGS = argparse.Namespace(
-    concurrency=50, replicas=2, game="happy_mochi", duration=15.0, warmup=3.0, players="min"
+    concurrency=50, replicas=2, game="happy_mochi", duration=15.0, warmup=3.0, players="min", turn_seconds=0
 )
 
 
@@ -51,6 +51,11 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
     assert lines[split + 2] == "| happy_mochi | nginx | 0.30 | 0.00 | 0.00 | 0.42 |"
     relay = next(line for line in lines if line.startswith("relay:"))
     assert relay.startswith("relay: 2378 moves/s, 0.216 ms of server CPU per move = 0.46 echo calls")
+    assert "turn clock" not in lines[-1]
+    timed = argparse.Namespace(**{**vars(ARGS), "turn_seconds": 60})
+    bench.print_table([figures], bench.EchoFigures(2142.4, 0.4731), bench.EchoFigures(2378.0, 0.2161), timed)
+    setup = capsys.readouterr().out.splitlines()[-1]
+    assert "2 replica(s) per game; a 60 s turn clock on every decision; Redis with AOF" in setup
 
 
 def test_make_bench_cluster_prints_its_rows_as_a_table(capsys):
