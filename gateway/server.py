@@ -82,6 +82,12 @@ async def build(
 
 async def main(settings: GatewaySettings) -> None:
     server, checker, pools, port = await build(settings)
+    # Until watch_health has seen a game's replicas answer, the gateway cannot serve it: a
+    # probe or client told SERVING at start would meet UNAVAILABLE while they still connect.
+    # Set before the web and health ports open, which answer health from the same checker.
+    for pool in pools:
+        await checker.set(pool.service, health_pb2.HealthCheckResponse.NOT_SERVING)
+    await checker.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
     own = own_listener(server) if settings.web_listen else None
     web = await start_web(settings, pools, port, own)
     health_port = await start_health_port(settings.health_listen, checker) if settings.health_listen else None
@@ -96,11 +102,6 @@ async def main(settings: GatewaySettings) -> None:
         metrics=settings.metrics_listen or None,
         health_port=health_port and health_port[1],
     )
-    # Until watch_health has seen a game's replicas answer, the gateway cannot serve it: a
-    # probe or client told SERVING at start would meet UNAVAILABLE while they still connect.
-    for pool in pools:
-        await checker.set(pool.service, health_pb2.HealthCheckResponse.NOT_SERVING)
-    await checker.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
     health_watch = asyncio.create_task(watch_health(checker, pools))
 
     async def close() -> None:
