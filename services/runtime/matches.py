@@ -395,9 +395,11 @@ class MatchService:
         ]
         record.event_seq += len(stored)
         record.updated_at = self.clock()
-        due = await self._clocks(record, None, lower=not (wake and self.store.wakes_in_commit))
-        woken = self._wake_in_commit(due, wake)
-        result = await self.store.commit(record, stored, self._ttl(record), wake=woken)
+        folded = wake and self.store.wakes_in_commit
+        due = await self._clocks(record, None, lower=not folded)
+        result = await self.store.commit(
+            record, stored, self._ttl(record), wake_due_ms=due if folded else None
+        )
         if result.outcome != "ok":
             return False
         record.rev = result.rev
@@ -451,7 +453,7 @@ class MatchService:
         """Set the turn clocks and bot due times the commit of ``record`` leaves, on Redis's
         clock, and (``lower``) make sure the scheduler looks at the match by the earliest of
         them: its due time (None when nothing but the idle reaper is due). Not ``lower``:
-        the commit itself wakes the entry (one Redis, see ``_wake_in_commit``)."""
+        the commit itself wakes the entry (one Redis: ``MatchStore.wakes_in_commit``)."""
         seats = self.seats(record)
         if hand_to_bot and mover is not None:
             seats.seat_bot(mover, hand_to_bot)
@@ -469,13 +471,6 @@ class MatchService:
             # scheduler merely looks too early and finds nothing due.
             await self.due.lower(record.match_id, due)
         return due
-
-    def _wake_in_commit(self, due: int | None, wake: bool = True) -> tuple[str, int] | None:
-        """What a commit that wakes the match's due entry passes to do it in its own script
-        (one Redis): atomic with the commit, and no round trip before or after it."""
-        if not wake or due is None or not self.store.wakes_in_commit:
-            return None
-        return self.due.key, due
 
     async def _wake(self, record: MatchRecord, due: int | None) -> None:
         """After a commit: the scheduler may have read the match just before it (and hold its
@@ -529,7 +524,10 @@ class MatchService:
                 record, state, events = attempt
             previous = (record.version, record.event_seq)
             stored = self._advance(record, state, events)
-            due = await self._clocks(record, seat, state=state, lower=not self.store.wakes_in_commit)
+            # On one Redis the commit wakes the due entry itself: atomic with the commit, and
+            # no round trip before or after it.
+            folded = self.store.wakes_in_commit
+            due = await self._clocks(record, seat, state=state, lower=not folded)
             active = _active_seats(state, record.status)
             first = MoveResult(
                 version=record.version,
@@ -545,7 +543,7 @@ class MatchService:
                 request,
                 RecordedAnswer(active, record.status) if request_id else None,
                 self._feed(record, seat, stored),
-                self._wake_in_commit(due),
+                wake_due_ms=due if folded else None,
             )
             if result.outcome == "duplicate" and not request_id:
                 # This attempt's own commit, re-sent after its reply was lost: it is in, and

@@ -367,11 +367,11 @@ class MatchStore:
     async def now_ms(self) -> int:
         """Redis's clock in ms (turn deadlines are set and compared on it): by the quick lane
         on one Redis, as a move's commit goes."""
+        reply = None
         if self._quick is not None:
             with contextlib.suppress(RedisConnectionError):
-                seconds, micros = await self._quick("TIME")
-                return int(seconds) * 1000 + int(micros) // 1000
-        seconds, micros = await self.redis.time()
+                reply = await self._quick("TIME")
+        seconds, micros = reply if reply is not None else await self.redis.time()
         return int(seconds) * 1000 + int(micros) // 1000
 
     async def rev(self, match_id: str) -> int | None:
@@ -401,13 +401,13 @@ class MatchStore:
         request: bytes = b"",
         answer: RecordedAnswer | None = None,
         feed: FeedEntry | None = None,
-        wake: tuple[str, int] | None = None,
+        wake_due_ms: int | None = None,
     ) -> CommitResult:
         """Write ``record`` if nobody wrote since it was loaded (its ``rev``), with
         ``events`` (one version's, in order), the ``request`` digest and the ``answer`` a
         retry of it gets; once it is written, append ``feed`` to its per-game feed. With
-        ``wake`` (a due set and the match's due ms; only where ``wakes_in_commit``), the
-        match's entry there is woken in the same script."""
+        ``wake_due_ms`` (only where ``wakes_in_commit``), the match's entry in its game's
+        due set is woken with that time in the same script."""
         match_id = record.match_id
         in_commit = feed is not None and self._feed_in_commit
         feed_fields = [str(v) for pair in feed.fields.items() for v in pair] if feed is not None else []
@@ -424,7 +424,7 @@ class MatchStore:
             _json(feed_fields) if in_commit else b"",
             chunk,
             first,
-            wake[1] if wake is not None else "",
+            "" if wake_due_ms is None else wake_due_ms,
             match_id,
         ]
         script_keys = [
@@ -437,9 +437,9 @@ class MatchStore:
         if in_commit:
             assert feed is not None
             script_keys.append(feed.key)
-        if wake is not None:
+        if wake_due_ms is not None:
             assert self.wakes_in_commit, "the due set is in another slot: wake it after the commit"
-            script_keys.append(wake[0])
+            script_keys.append(keys.due(record.game))
         result = await self._run_commit(script_keys, argv)
         outcome, value = text(result[0]), text(result[1])
         if outcome == "ok":
