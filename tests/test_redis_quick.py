@@ -1,7 +1,7 @@
-"""The Redis pool's quick lane (services/runtime/redis_client.py: IdleClosingPool.quick),
-which carries a move's commit on one Redis: a reply never goes to the wrong command, a
-connection whose reply may still come is closed, and a commit whose connection was lost
-still lands exactly once (real redis-server)."""
+"""The Redis pool's quick lane (services/runtime/redis_lane.py, behind
+IdleClosingPool.quick), which carries a move's commit on one Redis: commands of one loop
+turn go out in one write on one shared connection, a reply never goes to the wrong
+command, and a connection whose replies may still come is closed (real redis-server)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import asyncio
 import uuid
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from services.runtime import redis_client as redis_client_module
-from services.runtime.redis_client import QUICK_KEPT, connect
+from services.runtime.redis_client import connect
 from tests.helpers import wait_until
 
 BLOCK_S = 30  # how long a test's BLPOP would block if nothing closed its connection
@@ -27,34 +27,86 @@ async def pool(redis_url):
 
 
 async def test_an_error_reply_leaves_the_connection_in_use(pool):
-    assert await pool.quick("PING") == b"PONG"
+    lane_id = await pool.quick("CLIENT", "ID")
     with pytest.raises(NoScriptError):
         await pool.quick("EVALSHA", "0" * 40, 0)
     assert await pool.quick("PING") == b"PONG"
-    assert len(pool._quick) == 1  # one connection served all three
+    assert await pool.quick("CLIENT", "ID") == lane_id  # one connection served them all
 
 
-async def test_a_command_past_its_timeout_fails_and_its_connection_is_dropped(pool, redis_client):
+async def test_commands_of_one_turn_share_one_write_and_each_gets_its_own_reply(pool, monkeypatch):
+    lane_id = await pool.quick("CLIENT", "ID")
+    writer = pool._lane._connection._writer
+    writes: list[bytes] = []
+    write = writer.write
+    monkeypatch.setattr(writer, "write", lambda data: (writes.append(data), write(data)))
+    replies = await asyncio.gather(*(pool.quick("ECHO", f"reply-{n}") for n in range(300)))
+    assert replies == [f"reply-{n}".encode() for n in range(300)]
+    assert len(writes) == 1 and writes[0].count(b"ECHO") == 300
+    assert await pool.quick("CLIENT", "ID") == lane_id
+
+
+async def test_a_command_past_its_timeout_fails_with_the_commands_behind_it(pool, redis_client):
     key = f"quick-{uuid.uuid4()}"
+    lane_id = await pool.quick("CLIENT", "ID")
+    blocked = asyncio.create_task(pool.quick("BLPOP", key, BLOCK_S, timeout_s=0.2))
+    behind = asyncio.create_task(pool.quick("ECHO", "behind"))
     with pytest.raises(RedisTimeoutError, match=r"within 0\.2 s"):
-        await pool.quick("BLPOP", key, BLOCK_S, timeout_s=0.2)
-    assert pool._quick == []
+        await blocked
+    # Its reply (and so the next one's) could still come: the connection is closed.
+    with pytest.raises(RedisConnectionError, match="got no reply in time"):
+        await behind
     await _until_redis_saw_the_close(redis_client)
     # Had the blocked connection been kept, the BLPOP still waiting on it would take this.
     await pool.quick("RPUSH", key, "kept")
     assert await pool.quick("LPOP", key) == b"kept"
+    assert await pool.quick("CLIENT", "ID") != lane_id
 
 
 async def test_a_cancelled_command_does_not_leave_its_reply_to_the_next(pool, redis_client):
     key = f"quick-{uuid.uuid4()}"
+    lane_id = await pool.quick("CLIENT", "ID")
     waiting = asyncio.create_task(pool.quick("BLPOP", key, BLOCK_S))
     await wait_until(lambda: _blocked_clients(redis_client), "the BLPOP to block")
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    await _until_redis_saw_the_close(redis_client)
-    await redis_client.rpush(key, "kept")
-    assert await pool.quick("LPOP", key) == b"kept"
+    behind = asyncio.create_task(pool.quick("ECHO", "mine"))
+    await redis_client.rpush(key, "taken by the cancelled BLPOP")
+    assert await behind == b"mine"
+    assert await redis_client.llen(key) == 0
+    assert await pool.quick("CLIENT", "ID") == lane_id  # kept: its replies are in step
+
+
+async def test_a_lost_connection_fails_its_commands_and_the_next_one_reconnects(pool, redis_client):
+    key = f"quick-{uuid.uuid4()}"
+    lane_id = await pool.quick("CLIENT", "ID")
+    waiting = asyncio.create_task(pool.quick("BLPOP", key, BLOCK_S))
+    await wait_until(lambda: _blocked_clients(redis_client), "the BLPOP to block")
+    await redis_client.client_kill_filter(_id=lane_id)
+    with pytest.raises(RedisConnectionError):
+        await waiting
+    assert await pool.quick("PING") == b"PONG"
+    assert await pool.quick("CLIENT", "ID") != lane_id
+
+
+async def test_closing_the_pool_closes_the_lane(redis_url, redis_client):
+    client = connect(redis_url)
+    lane_id = await client.connection_pool.quick("CLIENT", "ID")
+    await client.aclose()
+
+    async def closed() -> bool:
+        return all(int(c["id"]) != lane_id for c in await redis_client.client_list())
+
+    await wait_until(closed, "Redis to see the lane's connection closed", timeout_s=5)
+
+
+async def test_connections_share_one_driver_info(pool):
+    """redis-py would make each connection's from the package metadata (slow: importlib
+    parses it anew every time)."""
+    first, second = pool.make_connection(), pool.make_connection()
+    assert first.driver_info is second.driver_info
+    assert first.driver_info.formatted_name == "redis-py"
 
 
 async def _until_redis_saw_the_close(redis_client) -> None:
@@ -70,40 +122,3 @@ async def _until_redis_saw_the_close(redis_client) -> None:
 async def _blocked_clients(redis_client) -> bool:
     # Only this file blocks in BLPOP; the session's Redis may hold other tests' blocked XREADs.
     return any(c["cmd"] == "blpop" for c in await redis_client.client_list())
-
-
-async def test_a_burst_keeps_its_connections_until_they_are_idle(pool, redis_client, monkeypatch):
-    """More commands at once than QUICK_KEPT: each gets a connection, and those are kept
-    for the next burst instead of closed as each command ends (a replica under steady
-    load opened and closed connections all the time); once idle they are closed down to
-    QUICK_KEPT."""
-    monkeypatch.setattr(redis_client_module, "IDLE_CLOSE_S", 0.3)
-    burst = QUICK_KEPT + 8
-    key = f"quick-{uuid.uuid4()}"
-    # Each BLPOP holds its connection until a push answers it, so all are open at once.
-    waiting = [asyncio.create_task(pool.quick("BLPOP", key, BLOCK_S)) for _ in range(burst)]
-    await wait_until(lambda: _blocked_count_is(redis_client, burst), "every BLPOP to block")
-    await redis_client.rpush(key, *range(burst))
-    assert len(await asyncio.gather(*waiting)) == burst
-    assert len(pool._quick) == burst
-    kept = set(map(id, pool._quick))
-    await asyncio.gather(*(pool.quick("PING") for _ in range(burst)))
-    assert set(map(id, pool._quick)) == kept, "the second burst opened connections"
-
-    async def trimmed() -> bool:
-        return len(pool._quick) == QUICK_KEPT
-
-    await wait_until(trimmed, f"the idle connections closed down to {QUICK_KEPT}", timeout_s=10)
-    assert await pool.quick("PING") == b"PONG"
-
-
-async def test_connections_share_one_driver_info(pool):
-    """redis-py would make each connection's from the package metadata (slow: importlib
-    parses it anew every time)."""
-    first, second = pool.make_connection(), pool.make_connection()
-    assert first.driver_info is second.driver_info
-    assert first.driver_info.formatted_name == "redis-py"
-
-
-async def _blocked_count_is(redis_client, count: int) -> bool:
-    return sum(c["cmd"] == "blpop" for c in await redis_client.client_list()) == count

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import hiredis
 import redis.asyncio as aioredis
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import ClusterNode
@@ -31,9 +30,9 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.utils import get_lib_version
+
+from services.runtime.redis_lane import PipelinedLane
 
 RedisClient = aioredis.Redis | aioredis.RedisCluster
 
@@ -49,11 +48,6 @@ MAX_CONNECTIONS = 512
 # once; those left idle this long are closed, all but the few most recently used.
 IDLE_CLOSE_S = 5.0
 KEEP_IDLE = 2
-# Idle connections ``IdleClosingPool.quick`` keeps for the next commands however long they
-# stay idle; more, left by a burst of commits at once, are closed once idle IDLE_CLOSE_S.
-# (Closing each spare at once made a replica under steady load open and close connections
-# all the time: a new one costs a connect and two commands, and redis-py's set-up.)
-QUICK_KEPT = 32
 
 # What CLIENT SETINFO tells Redis about the client, made once: left to redis-py, every new
 # connection reads the package's metadata again (importlib.metadata parsing its files, a
@@ -125,44 +119,17 @@ class IdleClosingPool(ConnectionPool):
         super().__init__(*args, **kwargs)
         self._released_at: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
         self._closer: asyncio.Task[None] | None = None
-        # Connections of ``quick`` alone, idle, most recently used last.
-        self._quick: list[Any] = []
+        # No socket timeout of its own: each command's timeout covers its write and reply.
+        self._lane = PipelinedLane(
+            lambda: self.connection_class(**{**self.connection_kwargs, "socket_timeout": None})
+        )
 
     async def quick(self, *args: str | bytes | int, timeout_s: float = SOCKET_TIMEOUT_S) -> Any:
-        """One command, sent and answered on a connection kept for this alone, under one
-        timeout: the hot path (a move's Lua commit) without the pool's per-command work
-        (its lock, connection checks and metrics hooks) nor a task per write. A connection
+        """One short command on the pool's pipelined lane (services/runtime/redis_lane.py):
+        the hot path (a move's Lua commit) without the pool's per-command work. A connection
         error is raised as redis-py raises it, with nothing retried: the caller knows whether
-        its command is safe to send again. An error reply leaves the connection usable;
-        anything else (a timeout, a cancellation) closes it, since its reply may still come."""
-        if self._quick:
-            connection = self._quick.pop()
-        else:
-            # No socket timeout of its own: the one below covers the write and the reply.
-            connection = self.connection_class(**{**self.connection_kwargs, "socket_timeout": None})
-        try:
-            async with asyncio.timeout(timeout_s):
-                # hiredis packs in C what redis-py's packer encodes argument by argument.
-                packed = hiredis.pack_command(args)  # type: ignore[arg-type]  # its stub wants a 1-tuple
-                await connection.send_packed_command(packed, check_health=False)
-                reply = await connection.read_response()
-        except ResponseError:
-            self._keep_quick(connection)
-            raise
-        except TimeoutError:
-            await connection.disconnect(nowait=True)
-            raise RedisTimeoutError(f"no reply from Redis within {timeout_s} s") from None
-        except BaseException:
-            await connection.disconnect(nowait=True)
-            raise
-        self._keep_quick(connection)
-        return reply
-
-    def _keep_quick(self, connection: Any) -> None:
-        self._quick.append(connection)
-        self._released_at[connection] = time.monotonic()
-        if len(self._quick) > QUICK_KEPT:
-            self._close_idle_later()
+        its command is safe to send again."""
+        return await self._lane.command(args, timeout_s)
 
     async def release(self, connection: Any) -> None:
         await super().release(connection)
@@ -176,8 +143,7 @@ class IdleClosingPool(ConnectionPool):
             self._closer = asyncio.get_running_loop().create_task(_close_idle_loop(weakref.ref(self)))
 
     async def close_idle(self) -> bool:
-        """Close the idle connections past KEEP_IDLE (the pool's) and QUICK_KEPT (the quick
-        lane's); whether more than those stay open."""
+        """Close the idle connections past KEEP_IDLE; whether more than those stay open."""
         now = time.monotonic()
 
         def idle(spare: list[Any]) -> list[Any]:
@@ -189,19 +155,14 @@ class IdleClosingPool(ConnectionPool):
             for connection in closing:
                 available.remove(connection)
             left = len(available)
-        # The quick lane takes its most recently used connection first: the idle ones lead.
-        quick_idle = idle(self._quick[: max(0, len(self._quick) - QUICK_KEPT)])
-        self._quick = [c for c in self._quick if c not in quick_idle]
-        for connection in (*closing, *quick_idle):
+        for connection in closing:
             await connection.disconnect()
-        return left > KEEP_IDLE or len(self._quick) > QUICK_KEPT
+        return left > KEEP_IDLE
 
     async def disconnect(self, inuse_connections: bool = True) -> None:
         if self._closer is not None:
             self._closer.cancel()
-        quick, self._quick = self._quick, []
-        for connection in quick:
-            await connection.disconnect()
+        await self._lane.close()
         await super().disconnect(inuse_connections)
 
 
