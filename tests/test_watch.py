@@ -242,3 +242,66 @@ async def test_two_thousand_watched_matches_on_one_replica_deliver_a_move_at_onc
             await stream.aclose()
         for client in clients:
             await client.aclose()
+
+
+class _SlowToHandOver(MatchStore):
+    """A store whose commits come back a moment after Redis answered: the commit's own
+    notification, on the hub's pub/sub connection, then reaches the hub first (as it can
+    under load, when both arrive in one turn of the event loop)."""
+
+    async def commit(self, *args: Any, **kwargs: Any) -> Any:
+        result = await super().commit(*args, **kwargs)
+        await asyncio.sleep(0.05)
+        return result
+
+
+async def test_a_replicas_own_commit_is_handed_to_its_watchers_without_a_read(redis_url, redis_client):
+    """Its notification arriving before its reply does not make the watchers here read the
+    history (a read per move was a tenth of a busy replica's moves); a commit of another
+    replica landing meanwhile is still read, once the own one is over."""
+    settings = dataclasses.replace(service_settings(GAME, redis_url), heartbeat_s=600)
+    clients = [connect(redis_url), connect(redis_url)]
+    here = MatchService(rules_module(GAME), _SlowToHandOver(clients[0]), settings)
+    other = MatchService(rules_module(GAME), MatchStore(clients[1]), settings)
+    try:
+        facts = await here.create_match(2, 7, {"first_player": 0})
+        tokens = [(await here.join_match(facts.match_id, name)).token for name in ("a", "b")]
+        seen: list[Any] = []
+        detach = here.hub.attach(facts.match_id, None, (0, 0), seen.append)
+        await wait_until(lambda: seen and here.hub.is_watched(facts.match_id))
+        await asyncio.sleep(0.5)  # subscribed and caught up: every later event is a move's
+
+        async def move(service: MatchService, n: int) -> int:
+            for seat in (0, 1):
+                legal, version = await service.legal_moves(facts.match_id, tokens[seat])
+                if legal:
+                    await service.submit_move(facts.match_id, tokens[seat], legal[0], version, f"m{n}")
+                    return version + 1
+            raise AssertionError("nobody has a move")
+
+        lranges = await _lrange_calls(redis_client)
+        for n in range(6):
+            await move(here, n)
+        # The history (an LRANGE of its tail) is never read: every event is handed over.
+        assert await _lrange_calls(redis_client) == lranges
+
+        # Another replica's move while this one's commit is still handing over.
+        mine = asyncio.create_task(move(here, 6))
+        await wait_until(lambda: here.hub._matches[facts.match_id].committing == 1)
+        theirs = await move(other, 7)
+        await mine
+        await wait_until(lambda: seen[-1].version == theirs)
+        assert await _lrange_calls(redis_client) == lranges + 1  # read once, after
+
+        positions = [(e.version, e.seq) for e in seen]
+        assert positions == sorted(set(positions)), "an event delivered twice or out of order"
+        assert {e.version for e in seen} >= set(range(1, theirs + 1))
+        detach()
+    finally:
+        for client in clients:
+            await client.aclose()
+
+
+async def _lrange_calls(redis_client) -> int:
+    stats = await redis_client.info("commandstats")
+    return int(stats.get("cmdstat_lrange", {}).get("calls", 0))

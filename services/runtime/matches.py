@@ -397,14 +397,15 @@ class MatchService:
         record.updated_at = self.clock()
         folded = wake and self.store.wakes_in_commit
         due = await self._clocks(record, None, lower=not folded)
-        result = await self.store.commit(
-            record, stored, self._ttl(record), wake_due_ms=due if folded else None
-        )
-        if result.outcome != "ok":
-            return False
-        record.rev = result.rev
-        self.cache.evict(record.match_id)
-        self.hub.committed(previous, stored, record)
+        with self.hub.committing(record.match_id):
+            result = await self.store.commit(
+                record, stored, self._ttl(record), wake_due_ms=due if folded else None
+            )
+            if result.outcome != "ok":
+                return False
+            record.rev = result.rev
+            self.cache.evict(record.match_id)
+            self.hub.committed(previous, stored, record)
         if wake:
             await self._wake(record, due)
         return True
@@ -431,13 +432,14 @@ class MatchService:
         stored = self._advance(record, state, events)
         await self._clocks(record, seat, timed_out, hand_to_bot, state)
         feed = self._feed(record, seat, stored)
-        result = await self.store.commit(record, stored, self._ttl(record), feed=feed)
-        if result.outcome != "ok":
-            return False
-        record.rev = result.rev
-        # Not kept: the scheduler goes on changing this record for its next step.
-        self.cache.evict(record.match_id)
-        self.hub.committed(previous, stored, record)
+        with self.hub.committing(record.match_id):
+            result = await self.store.commit(record, stored, self._ttl(record), feed=feed)
+            if result.outcome != "ok":
+                return False
+            record.rev = result.rev
+            # Not kept: the scheduler goes on changing this record for its next step.
+            self.cache.evict(record.match_id)
+            self.hub.committed(previous, stored, record)
         metrics.move_committed(self.game.name)
         return True
 
@@ -536,25 +538,26 @@ class MatchService:
                 status=record.status,
                 next_moves=state.legal_moves(seat) if seat in active else [],
             )
-            result = await self.store.commit(
-                record,
-                stored,
-                self._ttl(record),
-                request,
-                RecordedAnswer(active, record.status) if request_id else None,
-                self._feed(record, seat, stored),
-                wake_due_ms=due if folded else None,
-            )
-            if result.outcome == "duplicate" and not request_id:
-                # This attempt's own commit, re-sent after its reply was lost: it is in, and
-                # its compare-and-set made the next rev.
-                return await self._committed(record, state, previous, stored, due, first, record.rev + 1)
-            if result.outcome == "duplicate":
-                # The same request won a race with itself: answer as the first one did, from
-                # the stored match (``record`` holds this attempt's uncommitted state).
-                return await self._replay(await self._load(match_id), seat, result.previous_version)
-            if result.outcome == "ok":
-                return await self._committed(record, state, previous, stored, due, first, result.rev)
+            with self.hub.committing(match_id):
+                result = await self.store.commit(
+                    record,
+                    stored,
+                    self._ttl(record),
+                    request,
+                    RecordedAnswer(active, record.status) if request_id else None,
+                    self._feed(record, seat, stored),
+                    wake_due_ms=due if folded else None,
+                )
+                if result.outcome == "duplicate" and not request_id:
+                    # This attempt's own commit, re-sent after its reply was lost: it is in, and
+                    # its compare-and-set made the next rev.
+                    return await self._committed(record, state, previous, stored, due, first, record.rev + 1)
+                if result.outcome == "duplicate":
+                    # The same request won a race with itself: answer as the first one did, from
+                    # the stored match (``record`` holds this attempt's uncommitted state).
+                    return await self._replay(await self._load(match_id), seat, result.previous_version)
+                if result.outcome == "ok":
+                    return await self._committed(record, state, previous, stored, due, first, result.rev)
             metrics.commit_conflict(self.game.name, retrying=expected_version is None)
             if expected_version is not None:
                 raise Aborted(
