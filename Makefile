@@ -66,7 +66,8 @@ typecheck: install
 	$(BIN)/mypy services gateway clients deploy
 
 # Happy Mochi through nginx and through the Python gateway, every other game through one,
-# next to a bare gRPC echo, all in one run (clients/bench.py; a few minutes).
+# next to a bare gRPC echo, all in one run; Happy Mochi's median of 3 alternating rounds
+# (clients/bench.py; about four minutes).
 bench: install
 	$(BIN)/python -m clients.bench $(BENCH_ARGS)
 

@@ -258,6 +258,26 @@ class Figures:
     cpu_ms_per_move: float
     # The same by process role (redis, replicas, gateway, nginx).
     cpu_ms_by_role: dict[str, float] = field(default_factory=dict)
+    # The echo's server CPU ms per call measured in the same round (0: the run's).
+    echo_ms: float = 0.0
+    # ÷ echo call of every round of this configuration (--rounds), this one's among them.
+    round_ratios: list[float] = field(default_factory=list)
+
+    def ratio(self, echo_ms: float) -> float:
+        return self.cpu_ms_per_move / (self.echo_ms or echo_ms)
+
+
+def median_round(rounds: list[Figures]) -> Figures:
+    """The round whose ÷ echo call is the median (the lower one of an even count), knowing
+    every round's ratio."""
+    ordered = sorted(rounds, key=lambda f: f.ratio(f.echo_ms))
+    chosen = ordered[(len(ordered) - 1) // 2]
+    chosen.round_ratios = [f.ratio(f.echo_ms) for f in ordered]
+    return chosen
+
+
+def median_of(figures: list[EchoFigures]) -> EchoFigures:
+    return sorted(figures, key=lambda f: f.cpu_ms_per_call)[(len(figures) - 1) // 2]
 
 
 async def redis_pid(redis_url: str) -> int:
@@ -370,22 +390,33 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
     games = args.all_games
     fronts = [("nginx", system.gateway)] if system.gateway != system.python_gateway else []
     fronts.append(("python gateway", system.python_gateway))
-    print(
-        f"echo baseline: {args.concurrency} concurrent callers for {args.echo_duration:g} s ...", flush=True
-    )
-    echo_figures_ = await echo_figures(*echo, args.concurrency, args.echo_duration)
-    print(f"relay baseline: {args.concurrency} stream pairs for {args.echo_duration:g} s ...", flush=True)
-    relay = await relay_figures(*echo, args.concurrency, args.echo_duration)
-    results = []
-    for front, target in fronts:
-        for one_stream in (False, True):
-            print(
-                f"{args.game} through {front} by {CLIENTS[one_stream]}: {args.concurrency} matches"
-                f" for {args.duration:g} s ...",
-                flush=True,
-            )
-            roles = server_roles(system, store_pid, games, args.game, args.replicas)
-            results.append(await measure(args.game, front, target, roles, system.redis_url, args, one_stream))
+    echoes: list[EchoFigures] = []
+    relays: list[EchoFigures] = []
+    rounds: dict[tuple[str, bool], list[Figures]] = {}
+    # Rounds alternate the configurations, each next to an echo measured just before it:
+    # on a shared machine a figure swings by a fifth from one minute to the next.
+    for n in range(args.rounds):
+        print(f"round {n + 1} of {args.rounds}:", flush=True)
+        print(
+            f"echo baseline: {args.concurrency} concurrent callers for {args.echo_duration:g} s ...",
+            flush=True,
+        )
+        echoes.append(await echo_figures(*echo, args.concurrency, args.echo_duration))
+        print(f"relay baseline: {args.concurrency} stream pairs for {args.echo_duration:g} s ...", flush=True)
+        relays.append(await relay_figures(*echo, args.concurrency, args.echo_duration))
+        for front, target in fronts:
+            for one_stream in (False, True):
+                print(
+                    f"{args.game} through {front} by {CLIENTS[one_stream]}: {args.concurrency} matches"
+                    f" for {args.duration:g} s ...",
+                    flush=True,
+                )
+                roles = server_roles(system, store_pid, games, args.game, args.replicas)
+                figures = await measure(args.game, front, target, roles, system.redis_url, args, one_stream)
+                figures.echo_ms = echoes[-1].cpu_ms_per_call
+                rounds.setdefault((front, one_stream), []).append(figures)
+    results = [median_round(each) for each in rounds.values()]
+    echo_figures_, relay = median_of(echoes), median_of(relays)
     others_front, others_target = fronts[0]
     for game in games:
         if game == args.game:
@@ -411,6 +442,7 @@ def print_table(
         "Redis bytes per live match",
         "server CPU ms per move",
         "÷ echo call",
+        "÷ echo call, each round",
     ]
     rows = [
         [
@@ -423,7 +455,8 @@ def print_table(
             str(r.errors),
             f"{r.bytes_per_live_match:,.0f}",
             f"{r.cpu_ms_per_move:.2f}",
-            f"{r.cpu_ms_per_move / echo.cpu_ms_per_call:.1f}",
+            f"{r.ratio(echo.cpu_ms_per_call):.1f}",
+            ", ".join(f"{ratio:.1f}" for ratio in r.round_ratios) or "-",
         ]
         for r in results
     ]
@@ -438,7 +471,9 @@ def print_table(
     print()
     print(
         f"echo: {echo.calls_per_s:.0f} calls/s, {echo.cpu_ms_per_call:.3f} ms of server CPU per call"
-        f" (bare grpc.aio unary echo, 64-byte payload, {args.concurrency} concurrent callers, same run)"
+        f" (bare grpc.aio unary echo, 64-byte payload, {args.concurrency} concurrent callers, same run;"
+        f" the median of {args.rounds} round(s): a row of --game is its median round, next to that"
+        " round's echo; the other games are measured once, next to this one)"
     )
     print(
         f"relay: {relay.calls_per_s:.0f} moves/s, {relay.cpu_ms_per_call:.3f} ms of server CPU per move"
@@ -465,7 +500,13 @@ def main() -> None:
     parser.add_argument("--game", default="happy_mochi", help="the game measured through both fronts")
     parser.add_argument("--others", default="all", help="other games through one front: all, none or a,b")
     parser.add_argument("--concurrency", type=int, default=50, help="matches played at once")
-    parser.add_argument("--duration", type=float, default=15.0, help="seconds of load per front")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds of load per front and round")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="rounds of --game's configurations, alternating; its median printed",
+    )
     parser.add_argument("--others-duration", type=float, default=6.0, help="seconds of load per other game")
     parser.add_argument("--echo-duration", type=float, default=6.0, help="seconds of echo calls")
     parser.add_argument("--replicas", type=int, default=2, help="service processes per game")
