@@ -237,7 +237,8 @@ class WatchHub:
                         match.must_read = True
                     else:
                         match.notified = max(match.notified, position)
-                match.wake.set()
+                if _needs_read(match):
+                    match.wake.set()
 
     # -- reading ---------------------------------------------------------------------
 
@@ -245,11 +246,7 @@ class WatchHub:
         while True:
             await match.wake.wait()
             match.wake.clear()
-            if not match.must_read and (
-                match.committing or all(w.cursor >= match.notified for w in match.watchers)
-            ):
-                # This replica's own commit, handed over already (``committed``) or about to
-                # be: a commit in flight looks again when it ends (``committing``).
+            if not _needs_read(match):
                 continue
             match.must_read = False
             try:
@@ -344,11 +341,21 @@ class _Committing:
         match = self.match
         if match is not None:
             match.committing -= 1
-            if not match.committing and any(w.cursor < match.notified for w in match.watchers):
+            if _needs_read(match):
                 match.wake.set()
 
 
 _NOT_WATCHED = _Committing(None)
+
+
+def _needs_read(match: _Match) -> bool:
+    """Whether the match's watchers here need the history read: a new watcher or a
+    (re)subscription, or a notification ahead of a watcher that no commit of this replica
+    in flight will hand over. The replica's own commit, handed over already (``committed``)
+    or about to be, needs none: a commit in flight looks again when it ends."""
+    if match.must_read:
+        return True
+    return not match.committing and any(w.cursor < match.notified for w in match.watchers)
 
 
 def _position(data: Any) -> Cursor | None:
