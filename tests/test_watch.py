@@ -305,3 +305,44 @@ async def test_a_replicas_own_commit_is_handed_to_its_watchers_without_a_read(re
 async def _lrange_calls(redis_client) -> int:
     stats = await redis_client.info("commandstats")
     return int(stats.get("cmdstat_lrange", {}).get("calls", 0))
+
+
+async def test_a_watch_whose_notification_connection_is_lost_misses_no_move(redis_url, redis_client):
+    """The hub's pub/sub connection is killed under a watcher: it reconnects, subscribes
+    again, and the watcher gets every move committed meanwhile and after, once each."""
+    settings = dataclasses.replace(service_settings(GAME, redis_url), heartbeat_s=600)
+    clients = [connect(redis_url), connect(redis_url)]
+    here = MatchService(rules_module(GAME), MatchStore(clients[0]), settings)
+    other = MatchService(rules_module(GAME), MatchStore(clients[1]), settings)
+    try:
+        facts = await other.create_match(2, 9, {"first_player": 0})
+        tokens = [(await other.join_match(facts.match_id, name)).token for name in ("a", "b")]
+        seen: list[Any] = []
+        detach = here.hub.attach(facts.match_id, None, (0, 0), seen.append)
+        await wait_until(lambda: seen and here.hub._pubsub is not None and here.hub._pubsub.connection)
+
+        async def move(n: int) -> int:
+            for seat in (0, 1):
+                legal, version = await other.legal_moves(facts.match_id, tokens[seat])
+                if legal:
+                    await other.submit_move(facts.match_id, tokens[seat], legal[0], version, f"m{n}")
+                    return version + 1
+            raise AssertionError("nobody has a move")
+
+        version = await move(0)
+        await wait_until(lambda: seen[-1].version == version)
+        host, port = here.hub._pubsub.connection._writer.get_extra_info("sockname")[:2]
+        address = f"{host}:{port}"
+        assert await redis_client.client_kill(address)
+        for n in range(1, 4):  # committed while the hub is reconnecting
+            version = await move(n)
+        await wait_until(lambda: seen[-1].version == version)
+        version = await move(4)  # and after: heard on the new connection
+        await wait_until(lambda: seen[-1].version == version)
+        positions = [(e.version, e.seq) for e in seen]
+        assert positions == sorted(set(positions)), "an event delivered twice or out of order"
+        assert {e.version for e in seen} >= set(range(1, version + 1))
+        detach()
+    finally:
+        for client in clients:
+            await client.aclose()
