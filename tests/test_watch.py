@@ -4,8 +4,10 @@ event granularity, across replicas, one pub/sub subscription per replica."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
@@ -259,11 +261,7 @@ async def test_a_replicas_own_commit_is_handed_to_its_watchers_without_a_read(re
     """Its notification arriving before its reply does not make the watchers here read the
     history (a read per move was a tenth of a busy replica's moves); a commit of another
     replica landing meanwhile is still read, once the own one is over."""
-    settings = dataclasses.replace(service_settings(GAME, redis_url), heartbeat_s=600)
-    clients = [connect(redis_url), connect(redis_url)]
-    here = MatchService(rules_module(GAME), _SlowToHandOver(clients[0]), settings)
-    other = MatchService(rules_module(GAME), MatchStore(clients[1]), settings)
-    try:
+    async with _two_replicas(redis_url, _SlowToHandOver) as (here, other):
         facts = await here.create_match(2, 7, {"first_player": 0})
         tokens = [(await here.join_match(facts.match_id, name)).token for name in ("a", "b")]
         seen: list[Any] = []
@@ -272,12 +270,7 @@ async def test_a_replicas_own_commit_is_handed_to_its_watchers_without_a_read(re
         await asyncio.sleep(0.5)  # subscribed and caught up: every later event is a move's
 
         async def move(service: MatchService, n: int) -> int:
-            for seat in (0, 1):
-                legal, version = await service.legal_moves(facts.match_id, tokens[seat])
-                if legal:
-                    await service.submit_move(facts.match_id, tokens[seat], legal[0], version, f"m{n}")
-                    return version + 1
-            raise AssertionError("nobody has a move")
+            return await _first_legal_move(service, facts.match_id, tokens, f"m{n}")
 
         lranges = await _lrange_calls(redis_client)
         for n in range(6):
@@ -293,13 +286,41 @@ async def test_a_replicas_own_commit_is_handed_to_its_watchers_without_a_read(re
         await wait_until(lambda: seen[-1].version == theirs)
         assert await _lrange_calls(redis_client) == lranges + 1  # read once, after
 
-        positions = [(e.version, e.seq) for e in seen]
-        assert positions == sorted(set(positions)), "an event delivered twice or out of order"
-        assert {e.version for e in seen} >= set(range(1, theirs + 1))
+        _each_event_once_in_order(seen, theirs)
         detach()
+
+
+@contextlib.asynccontextmanager
+async def _two_replicas(
+    redis_url: str, store_here: type[MatchStore]
+) -> AsyncIterator[tuple[MatchService, MatchService]]:
+    """Two replicas' match services on one Redis, in this process: the first with ``store_here``."""
+    settings = dataclasses.replace(service_settings(GAME, redis_url), heartbeat_s=600)
+    clients = [connect(redis_url), connect(redis_url)]
+    try:
+        yield (
+            MatchService(rules_module(GAME), store_here(clients[0]), settings),
+            MatchService(rules_module(GAME), MatchStore(clients[1]), settings),
+        )
     finally:
         for client in clients:
             await client.aclose()
+
+
+async def _first_legal_move(service: MatchService, match_id: str, tokens: list[str], request_id: str) -> int:
+    """The first legal move of the seat to move, submitted; the version it made."""
+    for token in tokens:
+        legal, version = await service.legal_moves(match_id, token)
+        if legal:
+            await service.submit_move(match_id, token, legal[0], version, request_id)
+            return version + 1
+    raise AssertionError("nobody has a move")
+
+
+def _each_event_once_in_order(seen: list[Any], last_version: int) -> None:
+    positions = [(e.version, e.seq) for e in seen]
+    assert positions == sorted(set(positions)), "an event delivered twice or out of order"
+    assert {e.version for e in seen} >= set(range(1, last_version + 1))
 
 
 async def _lrange_calls(redis_client) -> int:
@@ -310,11 +331,7 @@ async def _lrange_calls(redis_client) -> int:
 async def test_a_watch_whose_notification_connection_is_lost_misses_no_move(redis_url, redis_client):
     """The hub's pub/sub connection is killed under a watcher: it reconnects, subscribes
     again, and the watcher gets every move committed meanwhile and after, once each."""
-    settings = dataclasses.replace(service_settings(GAME, redis_url), heartbeat_s=600)
-    clients = [connect(redis_url), connect(redis_url)]
-    here = MatchService(rules_module(GAME), MatchStore(clients[0]), settings)
-    other = MatchService(rules_module(GAME), MatchStore(clients[1]), settings)
-    try:
+    async with _two_replicas(redis_url, MatchStore) as (here, other):
         facts = await other.create_match(2, 9, {"first_player": 0})
         tokens = [(await other.join_match(facts.match_id, name)).token for name in ("a", "b")]
         seen: list[Any] = []
@@ -322,12 +339,7 @@ async def test_a_watch_whose_notification_connection_is_lost_misses_no_move(redi
         await wait_until(lambda: seen and here.hub._pubsub is not None and here.hub._pubsub.connection)
 
         async def move(n: int) -> int:
-            for seat in (0, 1):
-                legal, version = await other.legal_moves(facts.match_id, tokens[seat])
-                if legal:
-                    await other.submit_move(facts.match_id, tokens[seat], legal[0], version, f"m{n}")
-                    return version + 1
-            raise AssertionError("nobody has a move")
+            return await _first_legal_move(other, facts.match_id, tokens, f"m{n}")
 
         version = await move(0)
         await wait_until(lambda: seen[-1].version == version)
@@ -339,10 +351,5 @@ async def test_a_watch_whose_notification_connection_is_lost_misses_no_move(redi
         await wait_until(lambda: seen[-1].version == version)
         version = await move(4)  # and after: heard on the new connection
         await wait_until(lambda: seen[-1].version == version)
-        positions = [(e.version, e.seq) for e in seen]
-        assert positions == sorted(set(positions)), "an event delivered twice or out of order"
-        assert {e.version for e in seen} >= set(range(1, version + 1))
+        _each_event_once_in_order(seen, version)
         detach()
-    finally:
-        for client in clients:
-            await client.aclose()
