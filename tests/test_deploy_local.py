@@ -132,7 +132,10 @@ async def start_match(client: GameClient) -> BotMatch:
     created = await retried(lambda: client.create(PLAYERS, seed=7))
     tokens = {}
     for n in range(PLAYERS):
-        joined = await retried(lambda n=n: client.join(created.match_id, f"bot-{n}"))
+        # A request id: a join whose answer a kill lost is answered again, not refused as
+        # a second join of a match it filled.
+        request_id = uuid.uuid4().hex
+        joined = await retried(lambda n=n, r=request_id: client.join(created.match_id, f"bot-{n}", r))
         tokens[joined.seat] = joined.token
     return BotMatch(created.match_id, tokens)
 

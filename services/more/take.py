@@ -77,6 +77,7 @@ class Problem:
         "ace_ok",
         "clean",
         "counts",
+        "left",
         "locked",
         "melds",
         "memo",
@@ -87,7 +88,9 @@ class Problem:
         "present",
         "size",
         "start",
+        "start_have",
         "top",
+        "value",
     )
 
     def __init__(
@@ -112,6 +115,11 @@ class Problem:
         self.nodes = 0
         self.memo: dict[tuple, list[tuple]] = {}
         self.start: list[int] = []  # the counts the search began with
+        self.start_have: list[int] = []  # per suit, _have(start, suit)
+        # during the search, the cards of counts and their going-down value (kept up to date
+        # rather than summed over every identity at each node)
+        self.left = 0
+        self.value = 0
         self.pieces: dict[int, list[tuple[Piece, tuple[tuple[int, int], ...]]]] = {}
 
 
@@ -151,7 +159,7 @@ def can_take(problem: Problem) -> bool:
     if quick is not None:
         return quick
     if not p.need:  # no minimum: the first piece holding the top card that leaves two cards will do
-        firsts = _pieces(p, p.top, p.counts, 0)
+        firsts = _pieces(p, p.top, p.counts, p.present, 0)
         if not firsts:
             return False
         cards = p.size + p.locked
@@ -165,6 +173,8 @@ def can_take(problem: Problem) -> bool:
         p.locked += p.counts[x]
         p.counts[x] = 0
     p.start = list(p.counts)
+    p.start_have = [_have(p.start, suit) for suit in range(4)]
+    p.left, p.value = sum(p.counts), sum(map(mul, HALF, p.counts))
     return any(_take_piece(p, piece, Made(), 0, 0) for piece in _ordered(p, p.top, 0))
 
 
@@ -353,8 +363,8 @@ def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:
     only checked against the cards left."""
     every = p.pieces.get(x)
     if every is None:
-        pieces = _pieces(p, x, p.start, 0)
-        made = {_piece((tuple(sorted(q.used)), q.size, q.dirty, q.extends)) for q in pieces}
+        pieces = _pieces(p, x, p.start, p.start_have, 0)
+        made = {_piece((_sorted_used(q.used), q.size, q.dirty, q.extends)) for q in pieces}
         every = p.pieces[x] = [(piece, _needs(piece.used)) for piece in sorted(made, key=_rank)]
     counts = p.counts
     out = []
@@ -370,9 +380,27 @@ def _ordered(p: Problem, x: int, closed: int) -> list[Piece]:
 
 
 def _rank(piece: Piece) -> tuple[int, tuple[int, ...], int]:
-    return (-sum(map(HALF.__getitem__, piece.used)), piece.used, piece.extends)
+    return (-_value(piece.used), piece.used, piece.extends)
 
 
+# The pieces' few card combinations come up again and again, search after search: their sorted
+# form, value and needs are pure functions of the combination, each worked out once
+
+_COMBINATIONS = 1 << 13
+
+
+@lru_cache(maxsize=_COMBINATIONS)
+def _sorted_used(used: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(sorted(used))
+
+
+@lru_cache(maxsize=_COMBINATIONS)
+def _value(used: tuple[int, ...]) -> int:
+    """The going-down value of ``used``, in half points."""
+    return sum(map(HALF.__getitem__, used))
+
+
+@lru_cache(maxsize=_COMBINATIONS)
 def _needs(used: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
     """(identity, copies) of a sorted ``used``."""
     out: list[tuple[int, int]] = []
@@ -386,10 +414,16 @@ def _needs(used: tuple[int, ...]) -> tuple[tuple[int, int], ...]:
 
 def _take_piece(p: Problem, piece: Piece, made: Made, kept: int, halves: int) -> bool:
     counts = p.counts
-    for x in piece.used:
+    used = piece.used
+    for x in used:
         counts[x] -= 1
-    found = _search(p, made.add(piece), kept, halves + sum(map(HALF.__getitem__, piece.used)))
-    for x in piece.used:
+    value = _value(used)
+    p.left -= len(used)
+    p.value -= value
+    found = _search(p, made.add(piece), kept, halves + value)
+    p.left += len(used)
+    p.value += value
+    for x in used:
         counts[x] += 1
     return found
 
@@ -402,7 +436,7 @@ def _search(p: Problem, made: Made, kept: int, halves: int) -> bool:
     """Can the turn end well from here (the top card already melded)?"""
     p.nodes += 1
     counts = p.counts
-    left = sum(counts)
+    left = p.left
     if halves >= p.need and _may_stop(p, made, kept + left + p.locked):
         return True
     if left == 0:
@@ -424,10 +458,14 @@ def _search(p: Problem, made: Made, kept: int, halves: int) -> bool:
         if _take_piece(p, piece, made, kept, halves):
             found = True
             break
-    if not found:
+    if not found:  # x stays in the hand
         counts[x] -= 1
+        p.left -= 1
+        p.value -= HALF[x]
         found = _search(p, made, kept + 1, halves)
         counts[x] += 1
+        p.left += 1
+        p.value += HALF[x]
     if not found:
         p.memo.setdefault(key, []).append(here)
     return found
@@ -437,7 +475,7 @@ def _upper_bound(p: Problem, made: Made, kept: int) -> int:
     """An upper bound of the going-down value still meldable: every card left, less the
     cheapest cards that must stay in the hand (2 in all) when no biriba can ever allow fewer."""
     counts = p.counts
-    total = sum(map(mul, HALF, counts))
+    total = p.value
     keep = 2 - kept - p.locked
     if keep > 0 and not (made.biribas or _biriba_possible(p, made.closed)):
         for value, group in _BY_VALUE:
@@ -497,12 +535,12 @@ def _may_stop(p: Problem, made: Made, cards_left: int) -> bool:
 # ---- the pieces that can hold identity x ----
 
 
-def _pieces(p: Problem, x: int, counts: list[int], closed: int) -> list[Piece]:
-    """Every piece holding identity ``x`` with cards of ``counts`` (x included)."""
+def _pieces(p: Problem, x: int, counts: list[int], have: list[int], closed: int) -> list[Piece]:
+    """Every piece holding identity ``x`` with cards of ``counts`` (x included; ``have``: per
+    suit, ``_have(counts, suit)``)."""
     out: list[Piece] = []
     wild = x in PANKALS
     wilds = [w for w in PANKALS if counts[w]]
-    have = [_have(counts, suit) if wild or x // 13 == suit else 0 for suit in range(4)]
     for suit in range(4):
         if wild or x // 13 == suit:
             _runs(out, counts, x, suit, have[suit], wilds)
