@@ -40,10 +40,12 @@ def parse_move(move: Any) -> tuple[str, JsonDict]:
     """Shape check of a move dict; returns (kind, body with every field)."""
     if type(move) is dict and len(move) == 1:  # well-formed moves, checked at once
         for kind, body in move.items():
-            plain = _PLAIN.get(kind) if type(kind) is str and type(body) is dict else None
-            parsed = None if plain is None else plain(body)
-            if parsed is not None:
-                return kind, parsed
+            if type(body) is dict and type(kind) is str:
+                plain = _PLAIN.get(kind)
+                if plain is not None:
+                    parsed = plain(body)
+                    if parsed is not None:
+                        return kind, parsed
     kind, body = split_move(move, MOVE_FIELDS)
     out: JsonDict = {}
     for key, default in MOVE_FIELDS[kind].items():
@@ -95,9 +97,12 @@ def _plain_lay_meld(body: JsonDict) -> JsonDict | None:
     if len(body) != ("cards" in body):
         return None
     cards = body.get("cards", [])
-    if type(cards) is list and all(type(c) is int and 0 <= c < DECK_SIZE for c in cards):
-        return {"cards": list(cards)} if len(set(cards)) == len(cards) else None
-    return None
+    if type(cards) is not list:
+        return None
+    for c in cards:  # a plain loop: all() over a generator costs a call per card
+        if type(c) is not int or not 0 <= c < DECK_SIZE:
+            return None
+    return {"cards": list(cards)} if len(set(cards)) == len(cards) else None
 
 
 def _plain_bid(body: JsonDict) -> JsonDict | None:

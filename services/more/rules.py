@@ -301,19 +301,25 @@ class State(EngineState, dict=True):
             )
         return entries
 
-    def _place_meld(self, index: int, meld: Meld) -> None:
+    def _place_meld(self, index: int, meld: Meld) -> MeldFacts:
         """Put ``meld`` on the table at ``index`` (a new one at the end, or a grown one in place of
-        the meld it grew from), in a new meld list, keeping ``_side_melds``' answer up to date."""
+        the meld it grew from), in a new meld list, keeping ``_side_melds``' answer up to date.
+        Returns the meld's facts."""
         old = self.melds
-        new = index == len(old)
-        melds = self.melds = [*old, meld] if new else [*old[:index], meld, *old[index + 1 :]]
+        melds = self.melds = old[:]
+        if index == len(old):
+            melds.append(meld)
+        else:
+            melds[index] = meld
+        facts = self._meld_facts(meld)
         known = self._sides
         if known is None or known[0] is not old:
-            return  # worked out when next asked
+            return facts  # worked out when next asked
         entries = known[1].get(meld["side"])  # the other side's stay as they are
         if entries is not None:
-            entries.place((index, meld, self._meld_facts(meld)))
+            entries.place((index, meld, facts))
         self._sides = (melds, known[1])
+        return facts
 
     def _meld_facts(self, meld: JsonDict) -> MeldFacts:
         known = self._facts.get(id(meld))
@@ -392,8 +398,7 @@ class State(EngineState, dict=True):
         result: the new meld (no side yet) or the grown one."""
         s = self
         phase = s.phase
-        in_turn = phase in ("draw", "play") and seat == s.turn
-        if not in_turn and seat not in self.active_seats():
+        if (seat != s.turn or (phase != "play" and phase != "draw")) and seat not in self.active_seats():
             raise NotYourTurn(seat)
         if kind == "add_to_meld" and b["meld"] >= len(s.melds):
             raise MalformedMove("move.add_to_meld.meld", f"there is no meld {b['meld']}")
@@ -403,88 +408,104 @@ class State(EngineState, dict=True):
             return None
         if kind == "bid":
             raise RuleViolation("no_bidding", "bids are made only at the start of a Bid-for-Solo round")
-        if phase == "draw" and kind not in ("draw", "take_pile"):
-            raise RuleViolation("draw_first", "start your turn by drawing or taking the discard pile")
-        if phase == "play" and kind in ("draw", "take_pile"):
+        # the turn player, in the draw or the play phase
+        if phase == "draw":
+            if kind != "draw" and kind != "take_pile":
+                raise RuleViolation("draw_first", "start your turn by drawing or taking the discard pile")
+        elif kind == "draw" or kind == "take_pile":
             raise RuleViolation("already_drew", "you have already drawn this turn")
-        t = s.t
-        hand = s.hands[seat]
-        side = self.side(seat)
-        if kind == "draw":
-            return None
-        if kind == "take_pile":
-            if not s.discard:
-                raise RuleViolation("pile_empty", "the discard pile is empty")
-            if t.no_take:
-                raise RuleViolation("pile_given_back", "you gave the discard pile back this turn: draw")
-            if self._take is None:
-                self._take = self._top_meldable(seat, s.discard[-1])
-            if not self._take:
-                raise RuleViolation(
-                    "take_pile_meld_top",
-                    f"you may take the discard pile only if you can meld its top card "
-                    f"({name(s.discard[-1])}) this turn",
-                )
-            return None
-        if kind == "take_back":
-            if not self._can_take_back():
-                raise RuleViolation("nothing_to_take_back", "there is nothing of this turn to take back")
-            return None
-        if kind == "discard":
-            card = b["card"]
+        return _CHECK[kind](self, seat, b)
+
+    # the checks of each kind of move by the turn player (_validate's rest)
+
+    def _check_draw(self, seat: int, b: JsonDict) -> None:
+        return None
+
+    def _check_take_pile(self, seat: int, b: JsonDict) -> None:
+        s = self
+        if not s.discard:
+            raise RuleViolation("pile_empty", "the discard pile is empty")
+        if s.t.no_take:
+            raise RuleViolation("pile_given_back", "you gave the discard pile back this turn: draw")
+        if self._take is None:
+            self._take = self._top_meldable(seat, s.discard[-1])
+        if not self._take:
+            raise RuleViolation(
+                "take_pile_meld_top",
+                f"you may take the discard pile only if you can meld its top card "
+                f"({name(s.discard[-1])}) this turn",
+            )
+
+    def _check_take_back(self, seat: int, b: JsonDict) -> None:
+        if not self._can_take_back():
+            raise RuleViolation("nothing_to_take_back", "there is nothing of this turn to take back")
+
+    def _check_discard(self, seat: int, b: JsonDict) -> None:
+        t = self.t
+        hand = self.hands[seat]
+        card = b["card"]
+        if card not in hand:
             self._check_in_hand(seat, card, "discard")
-            if t.top >= 0 and t.top in hand:
-                raise RuleViolation(
-                    "meld_top_card",
-                    f"the top card of the discard pile you took ({name(t.top)}) must be melded this "
-                    "turn before you discard",
-                )
-            self._check_opening(t.halves)
-            if len(hand) == 1:
-                self._check_exit(self._side_melds(side).melds(), side, 0, True)
-            return None
-        # lay_meld / add_to_meld
+        if t.top >= 0 and t.top in hand:
+            raise RuleViolation(
+                "meld_top_card",
+                f"the top card of the discard pile you took ({name(t.top)}) must be melded this "
+                "turn before you discard",
+            )
+        self._check_opening(t.halves)
+        if len(hand) == 1:
+            side = self.side(seat)
+            self._check_exit(self._side_melds(side).melds(), side, 0, True)
+
+    def _check_lay_meld(self, seat: int, b: JsonDict) -> Meld:
+        t = self.t
         if t.closed:
             raise RuleViolation("melding_closed", "you took back your melds: discard to end your turn")
-        if kind == "lay_meld":
-            cards = b["cards"]
-            for card in cards:
-                self._check_in_hand(seat, card, "lay_meld")
-            meld, rule = parse_meld(cards)
-            if meld is None:
-                raise RuleViolation(rule, _MELD_MESSAGES[rule])
-            if meld["kind"] == "ace_set":
-                self._check_ace_set(seat)
-            left = len(hand) - len(cards)
-            if left <= 1:
-                after = [*self._side_melds(side).melds(), meld]
-                self._check_exit(after, side, left, False)
-                if left == 0:
-                    self._check_opening(t.halves + sum(map(HALF_POINTS.__getitem__, cards)))
-            return meld
-        else:
-            index, card = b["meld"], b["card"]
-            self._check_in_hand(seat, card, "add_to_meld")
-            meld = s.melds[index]
-            if meld["side"] != side:
-                raise RuleViolation("own_side_melds", "you may add cards only to your own side's melds")
-            if meld["kind"] == "ace_set":
-                self._check_ace_set(seat)
-            grown = extend(meld, card, b["low_end"])
-            if grown is None:
-                end = "low" if b["low_end"] else "high"
-                raise RuleViolation(
-                    "meld_fit",
-                    f"{name(card)} does not fit at the {end} end of meld {index}: runs are one suit in "
-                    "sequence (no wrap, at most 14 cards), at most one pankal per meld",
-                )
-            left = len(hand) - 1
-            if left <= 1:
-                after = [grown if i == index else m for i, m, _ in self._side_melds(side).entries]
-                self._check_exit(after, side, left, False)
-                if left == 0:
-                    self._check_opening(t.halves + half_points(card))
-            return grown
+        hand = self.hands[seat]
+        cards = b["cards"]
+        for card in cards:
+            self._check_in_hand(seat, card, "lay_meld")
+        meld, rule = parse_meld(cards)
+        if meld is None:
+            raise RuleViolation(rule, _MELD_MESSAGES[rule])
+        if meld["kind"] == "ace_set":
+            self._check_ace_set(seat)
+        left = len(hand) - len(cards)
+        if left <= 1:
+            side = self.side(seat)
+            after = [*self._side_melds(side).melds(), meld]
+            self._check_exit(after, side, left, False)
+            if left == 0:
+                self._check_opening(t.halves + sum(map(HALF_POINTS.__getitem__, cards)))
+        return meld
+
+    def _check_add_to_meld(self, seat: int, b: JsonDict) -> Meld:
+        t = self.t
+        if t.closed:
+            raise RuleViolation("melding_closed", "you took back your melds: discard to end your turn")
+        index, card = b["meld"], b["card"]
+        self._check_in_hand(seat, card, "add_to_meld")
+        meld = self.melds[index]
+        side = self.side(seat)
+        if meld["side"] != side:
+            raise RuleViolation("own_side_melds", "you may add cards only to your own side's melds")
+        if meld["kind"] == "ace_set":
+            self._check_ace_set(seat)
+        grown = extend(meld, card, b["low_end"])
+        if grown is None:
+            end = "low" if b["low_end"] else "high"
+            raise RuleViolation(
+                "meld_fit",
+                f"{name(card)} does not fit at the {end} end of meld {index}: runs are one suit in "
+                "sequence (no wrap, at most 14 cards), at most one pankal per meld",
+            )
+        left = len(self.hands[seat]) - 1
+        if left <= 1:
+            after = [grown if i == index else m for i, m, _ in self._side_melds(side).entries]
+            self._check_exit(after, side, left, False)
+            if left == 0:
+                self._check_opening(t.halves + half_points(card))
+        return grown
 
     def _can_take_back(self) -> bool:
         t = self.t
@@ -546,16 +567,15 @@ class State(EngineState, dict=True):
             return False  # the common case, decided on the hand alone
         counts = table.counts[:]
         counts[take.IDENT[top]] += 1
-        entries = side_melds.entries
         problem = take.Problem(
             counts,
             take.IDENT[top],
-            [m for _, m, _ in entries],
+            side_melds.melds(),
             ace_ok,
             OPENING_HALVES if s.t.opening else 0,
             len(s.discard) - 1,
             s.more_state[side] == "waiting",
-            [facts.wild < 0 for _, _, facts in entries],
+            side_melds.clean(),
             table.present(top),
             table.size + 1,
         )
@@ -592,11 +612,12 @@ class State(EngineState, dict=True):
     def _do_draw(self, seat: int, b: JsonDict) -> list[Event]:
         s = self
         card = s.draw.pop()
-        s.hands[seat].append(card)
+        hand = s.hands[seat]
+        hand.append(card)
         self._hand_gained(seat, card)
         s.phase = "play"
         # melds are never changed in place (a grown meld is a new dict): a list copy will do
-        s.t.undo = Undo(hand=list(s.hands[seat]), melds=list(s.melds), discard=None)
+        s.t.undo = Undo(hand=hand[:], melds=s.melds[:], discard=None)
         return [
             Event({"card_drawn": {"seat": seat}}),
             Event({"drew_card": {"card": CARD_DICTS[card].copy()}}, to=(seat,)),
@@ -616,24 +637,40 @@ class State(EngineState, dict=True):
 
     def _do_lay_meld(self, seat: int, b: JsonDict, meld: Meld) -> list[Event]:
         s = self
-        meld["side"] = self.side(seat)
-        for card in b["cards"]:
-            s.hands[seat].remove(card)
-            self._hand_lost(seat, card)
-        self._place_meld(len(s.melds), meld)
-        self._melded(b["cards"])
-        events = [Event({"meld_laid": {"seat": seat, "meld": self._meld_view(len(s.melds) - 1)}})]
-        return events + self._maybe_pickup(seat)
+        meld["side"] = "solo" if seat == s.solo else "pair"
+        cards = b["cards"]
+        hand = s.hands[seat]
+        table = self._tables[seat]
+        for card in cards:
+            hand.remove(card)
+            if table is not None:
+                table.remove(card)
+        index = len(s.melds)
+        facts = self._place_meld(index, meld)
+        self._melded(cards)
+        events = [Event({"meld_laid": {"seat": seat, "meld": meld_view(meld, index, facts.wild)}})]
+        if not hand:
+            events += self._maybe_pickup(seat)
+        return events
 
     def _do_add_to_meld(self, seat: int, b: JsonDict, grown: Meld) -> list[Event]:
         s = self
         index, card = b["meld"], b["card"]
-        self._place_meld(index, grown)
-        s.hands[seat].remove(card)
+        facts = self._place_meld(index, grown)
+        hand = s.hands[seat]
+        hand.remove(card)
         self._hand_lost(seat, card)
         self._melded([card])
-        body = {"seat": seat, "card": CARD_DICTS[card].copy(), "low_end": b["low_end"]}
-        return [Event({"card_added": {**body, "meld": self._meld_view(index)}}), *self._maybe_pickup(seat)]
+        body = {
+            "seat": seat,
+            "card": CARD_DICTS[card].copy(),
+            "low_end": b["low_end"],
+            "meld": meld_view(grown, index, facts.wild),
+        }
+        events = [Event({"card_added": body})]
+        if not hand:
+            events += self._maybe_pickup(seat)
+        return events
 
     def _melded(self, cards: list[int]) -> None:
         t = self.t
@@ -698,23 +735,27 @@ class State(EngineState, dict=True):
         hand = s.hands[seat]
         hand.remove(card)
         locked = s.t.locked
-        if card not in locked:  # a locked card was never in the Table
-            self._hand_lost(seat, card)
-        if locked:  # they can be melded from the next turn on
-            table = self._tables[seat]
-            if table is not None:
-                for other in locked:
+        table = self._tables[seat]
+        if table is not None:
+            if not locked:
+                table.remove(card)
+            else:
+                if card not in locked:  # a locked card was never in the Table
+                    table.remove(card)
+                for other in locked:  # they can be melded from the next turn on
                     if other != card:
                         table.add(other)
         s.discard.append(card)
-        self._went_down(seat)
-        side = self.side(seat)
-        went_out = not hand and s.more_state[side] != "waiting"
+        if s.t.melded:
+            self._went_down(seat)
+        went_out = not hand and s.more_state["solo" if seat == s.solo else "pair"] != "waiting"
         events = [Event({"discarded": {"seat": seat, "card": CARD_DICTS[card].copy(), "went_out": went_out}})]
         if went_out:
             return events + self._end_round(seat)
-        events += self._maybe_pickup(seat)
-        return events + self._next_turn()
+        if not hand:
+            events += self._maybe_pickup(seat)
+        events += self._next_turn()
+        return events
 
     # ---- turns and rounds ----
 
@@ -920,6 +961,7 @@ def _copy_rounds(rounds: list[JsonDict]) -> list[JsonDict]:
 
 
 _PLACE = {"lay_meld": State._do_lay_meld, "add_to_meld": State._do_add_to_meld}  # with the validated meld
+_CHECK = {kind: getattr(State, f"_check_{kind}") for kind in MOVE_FIELDS if kind != "bid"}
 _APPLY = {kind: getattr(State, f"_do_{kind}") for kind in MOVE_FIELDS if kind not in _PLACE}
 
 

@@ -91,16 +91,20 @@ class Table:
         self.counts[_IDENT[card]] += 1
         if _PANKAL[card]:
             insort(self.wilds, card)
-        if key < 0:
-            return
+            if key < 0:  # a joker
+                return
         at = self.at
-        for at_key in (key, key + 13) if key & 15 == 1 else (key,):
-            cell = at[at_key]
+        cell = at[key]
+        if cell is None:
+            at[key] = [card]
+        else:
+            insort(cell, card)
+        if key & 15 == 1:  # an ace: also the high one
+            cell = at[key + 13]
             if cell is None:
-                at[at_key] = [card]
+                at[key + 13] = [card]
             else:
                 insort(cell, card)
-        if key & 15 == 1:
             insort(self.aces, card)
         self.mask |= _BIT[card]
 
@@ -110,8 +114,8 @@ class Table:
         self.counts[_IDENT[card]] -= 1
         if _PANKAL[card]:
             self.wilds.remove(card)
-        if key < 0:
-            return
+            if key < 0:  # a joker
+                return
         at = self.at
         cell = at[key]
         cell.remove(card)  # type: ignore[union-attr]
@@ -143,8 +147,9 @@ def lone_card(card: int, table: Table, melds: SideMelds, ace_ok: bool) -> bool:
         aces = len(table.aces)
         if aces >= 2 or (aces == 1 and table.wilds):
             return False
-    suit = _KEY[card] >> 4
-    return not any(facts.suit == suit or (ace and ace_ok and facts.ace_set) for _, _, facts in melds.entries)
+    if melds.suits >> (_KEY[card] >> 4) & 1:
+        return False
+    return not (ace and ace_ok and melds.ace_sets)
 
 
 def three_card_steps(table: Table, ace_sets: bool) -> list[JsonDict]:
@@ -213,18 +218,24 @@ class MeldFacts(NamedTuple):
     high: int  # the Table key of the position above it (-1: none), for a run
     ends: int  # the Table bits of both
     suit: int  # -1 for an ace-set
+    sides: tuple[tuple[int, bool], ...]  # (Table key, low_end) of each end there is, low first
 
 
 def meld_facts(meld: Meld) -> MeldFacts:
     if meld["kind"] == "ace_set":
-        return MeldFacts(meld["side"], True, wild_index(meld), -1, -1, 0, -1)
+        return MeldFacts(meld["side"], True, wild_index(meld), -1, -1, 0, -1, ())
     suit = meld["suit"]
     base = suit * 16
     low, high = meld["low"] - 1, meld["low"] + len(meld["cards"])
     low_key = base + low if low >= 1 else -1
     high_key = base + high if high <= 14 else -1
     ends = (1 << low_key if low_key >= 0 else 0) | (1 << high_key if high_key >= 0 else 0)
-    return MeldFacts(meld["side"], False, wild_index(meld), low_key, high_key, ends, suit)
+    sides: tuple[tuple[int, bool], ...]
+    if low_key >= 0:
+        sides = ((low_key, True), (high_key, False)) if high_key >= 0 else ((low_key, True),)
+    else:
+        sides = ((high_key, False),) if high_key >= 0 else ()
+    return MeldFacts(meld["side"], False, wild_index(meld), low_key, high_key, ends, suit, sides)
 
 
 # a meld of the table as the additions see it: (its index, the meld, its facts)
@@ -234,34 +245,53 @@ SideMeld = tuple[int, Meld, MeldFacts]
 class SideMelds:
     """One side's melds on the table, in table order, as the steps see them: ``entries`` and the
     Table bits of every end of its runs, ``ends`` (with no pankal in the hand and no card of the
-    hand at any of them, only an ace-set can take an addition)."""
+    hand at any of them, only an ace-set can take an addition); ``suits``, bit s: a run of suit s
+    among them."""
 
-    __slots__ = ("ace_sets", "ends", "entries")
+    __slots__ = ("_clean", "_melds", "ace_sets", "ends", "entries", "suits")
 
     def __init__(self, entries: list[SideMeld]) -> None:
         self.entries = entries
         self.ends = 0
+        self.suits = 0
         self.ace_sets = False
         for _, _, facts in entries:
-            self.ends |= facts.ends
-            self.ace_sets = self.ace_sets or facts.ace_set
+            self._take_in(facts)
+        self._melds: list[Meld] | None = None
+        self._clean: list[bool] | None = None
+
+    def _take_in(self, facts: MeldFacts) -> None:
+        self.ends |= facts.ends
+        if facts.ace_set:
+            self.ace_sets = True
+        else:
+            self.suits |= 1 << facts.suit
 
     def place(self, entry: SideMeld) -> None:
         """Take in a new meld (its index past the others') or a grown one in place of its own."""
         entries = self.entries
         index, _, facts = entry
+        self._melds = self._clean = None
         if not entries or entries[-1][0] < index:
             entries.append(entry)
-            self.ends |= facts.ends
-            self.ace_sets = self.ace_sets or facts.ace_set
+            self._take_in(facts)
             return
         entries[next(i for i, (at, _, _) in enumerate(entries) if at == index)] = entry
         self.ends = 0
-        for _, _, other in entries:  # a grown run's ends moved
+        for _, _, other in entries:  # a grown run's ends moved (its kind and suit stay)
             self.ends |= other.ends
 
     def melds(self) -> list[Meld]:
-        return [meld for _, meld, _ in self.entries]
+        """The melds, in table order (one list until they change: callers only read it)."""
+        if self._melds is None:
+            self._melds = [meld for _, meld, _ in self.entries]
+        return self._melds
+
+    def clean(self) -> list[bool]:
+        """Per meld of ``melds()``: no pankal in it (one list until they change: read only)."""
+        if self._clean is None:
+            self._clean = [facts.wild < 0 for _, _, facts in self.entries]
+        return self._clean
 
 
 def addition_steps(melds: SideMelds, table: Table, ace_ok: bool) -> list[JsonDict]:
@@ -271,24 +301,26 @@ def addition_steps(melds: SideMelds, table: Table, ace_ok: bool) -> list[JsonDic
     wilds, mask, at = table.wilds, table.mask, table.at
     if not wilds and not mask & melds.ends and not (ace_ok and melds.ace_sets and table.aces):
         return out  # the common case: nothing of the hand fits anywhere
-    for index, _, (_, ace_set, wild, low, high, ends, _) in melds.entries:
-        free = wilds if wilds and wild < 0 else _NONE  # pankals fit only a meld without one
-        if ace_set:
+    for index, _, facts in melds.entries:
+        free = wilds if facts.wild < 0 else _NONE  # pankals fit only a meld without one
+        if facts.ace_set:
             if ace_ok:
                 for card in table.aces:
                     out.append({"add_to_meld": {"meld": index, "card": card, "low_end": False}})
                 for card in free:
                     out.append({"add_to_meld": {"meld": index, "card": card, "low_end": False}})
             continue
-        if not free and not mask & ends:
+        if not free and not mask & facts.ends:
             continue  # nothing of the hand at either end
-        for key, low_end in ((low, True), (high, False)):
-            if key < 0:
-                continue
-            natural = at[key] or _NONE
-            for card in natural:
-                out.append({"add_to_meld": {"meld": index, "card": card, "low_end": low_end}})
-            for card in free:
-                if card not in natural:
+        for key, low_end in facts.sides:
+            natural = at[key]
+            if natural:
+                for card in natural:
+                    out.append({"add_to_meld": {"meld": index, "card": card, "low_end": low_end}})
+                for card in free:
+                    if card not in natural:
+                        out.append({"add_to_meld": {"meld": index, "card": card, "low_end": low_end}})
+            else:
+                for card in free:
                     out.append({"add_to_meld": {"meld": index, "card": card, "low_end": low_end}})
     return out

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache, partial
+from itertools import compress
 from operator import mul
 from typing import NamedTuple
 
@@ -33,6 +34,9 @@ IDENTS = 53
 PANKALS = (JOKER, 1, 14, 27, 40)  # the joker and the four 2s
 HALF = (*(half_points(i) for i in range(52)), half_points(104))
 BIRIBA = 7
+
+
+_IS_PANKAL = tuple(x in PANKALS for x in range(IDENTS))
 
 
 def ident(card: int) -> int:
@@ -173,7 +177,11 @@ def can_take(problem: Problem) -> bool:
         p.locked += p.counts[x]
         p.counts[x] = 0
     p.start = list(p.counts)
-    p.start_have = [_have(p.start, suit) for suit in range(4)]
+    # _have of the start: present less the idle naturals (no two identities share a position)
+    p.start_have = start_have = list(p.present)
+    for x in idle:
+        if x != JOKER:
+            start_have[x // 13] &= ~_BITS[x]
     p.left, p.value = sum(p.counts), sum(map(mul, HALF, p.counts))
     return any(_take_piece(p, piece, Made(), 0, 0) for piece in _ordered(p, p.top, 0))
 
@@ -250,6 +258,7 @@ _NEAR = tuple(sum(1 << q for q in range(pos - 2, pos + 3) if 0 <= q <= 15 and q 
 # per natural identity: its run positions as bits (an ace: 1 and 14)
 _BITS = tuple((1 << 1 | 1 << 14) if x % 13 == 0 else 1 << (x % 13 + 1) for x in range(52))
 _WINDOWS = 0x1FFE  # bit a: the window of positions a, a+1, a+2 (a = 1..12)
+_POSITIONS = 0x7FFE  # bits 1..14: the run positions
 
 
 def _reachable(p: Problem) -> tuple[int, list[int]]:
@@ -260,7 +269,7 @@ def _reachable(p: Problem) -> tuple[int, list[int]]:
     maybe-cards melded are at most those of the best ``pankals`` groups of naturals (a group:
     naturals and melds of a suit with no two-position hole, or the aces for a new ace-set)."""
     counts = p.counts
-    held = [x for x in range(53) if counts[x]]
+    held = list(compress(_IDENTITIES, counts))
     wilds = counts[52] + counts[1] + counts[14] + counts[27] + counts[40]
     present = p.present
     sure = [0, 0, 0, 0]
@@ -313,7 +322,7 @@ def _reachable(p: Problem) -> tuple[int, list[int]]:
     idle: list[int] = []
     unsure: list[int] = []
     for x in held:
-        if x in PANKALS:
+        if _IS_PANKAL[x]:
             if wild_fits or (x != JOKER and sure[x // 13] & 4):
                 sure_value += HALF[x] * counts[x]
                 values += [HALF[x]] * counts[x]
@@ -331,19 +340,22 @@ def _reachable(p: Problem) -> tuple[int, list[int]]:
         return 0, idle
     best_groups = 0
     if unsure:
-        spans: list[tuple[int, int]] = []  # (suit, positions) of each group
+        spans: list[list[tuple[int, int]]] = [[], [], [], []]  # per suit, (group, positions)
+        group = 0
         for s in range(4):
             mask = present[s] | table[s]
             mask |= mask << 1 & mask >> 1  # a hole of one position does not split a group
             while mask:
                 run = mask & ~(mask + (mask & -mask))
-                spans.append((s, run))
+                spans[s].append((group, run))
+                group += 1
                 mask ^= run
-        groups = [0] * (len(spans) + 1)  # per group: the value of its maybe-cards (the last: aces)
+        groups = [0] * (group + 1)  # per group: the value of its maybe-cards (the last: aces)
         for x in unsure:
-            s, hit = x // 13, maybe[x // 13] & _BITS[x]
-            for i, (suit, run) in enumerate(spans):
-                if suit == s and run & hit:
+            s = x // 13
+            hit = maybe[s] & _BITS[x]
+            for i, run in spans[s]:
+                if run & hit:
                     groups[i] += HALF[x] * counts[x]
             if ace_maybe and x % 13 == 0:
                 groups[-1] += HALF[x] * counts[x]
@@ -427,6 +439,8 @@ def _take_piece(p: Problem, piece: Piece, made: Made, kept: int, halves: int) ->
         counts[x] += 1
     return found
 
+
+_IDENTITIES = range(IDENTS)
 
 # the order the search decides identities in: most going-down value first
 _ORDER = sorted(range(IDENTS), key=lambda i: (-HALF[i], -i))
@@ -584,9 +598,13 @@ def _runs(out: list[Piece], counts: list[int], x: int, suit: int, have: int, wil
             for a, b in _reach(have, p - 1, p + 1, 1):
                 if b - a >= 2:
                     _fill(out, counts, x, nat, have, list(range(a, b + 1)), wilds, True, 0, 0, -1, False)
-    if x in PANKALS:  # x as the pankal at q, every other position natural
-        for q in range(1, 15):
-            if x != nat[q] and (have >> (q - 1) & 1 or have >> (q + 1) & 1):
+    if _IS_PANKAL[x]:  # x as the pankal at q, every other position natural
+        beside = (have << 1 | have >> 1) & _POSITIONS  # a natural card next to position q
+        while beside:
+            bit = beside & -beside
+            beside ^= bit
+            q = bit.bit_length() - 1
+            if x != nat[q]:
                 for a, b in _reach(have, q - 1, q + 1, 0):
                     if b - a >= 2:
                         _fill(out, counts, x, nat, have, list(range(a, b + 1)), wilds, True, q, 0, -1, False)
