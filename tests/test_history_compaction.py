@@ -18,13 +18,21 @@ from deploy.history_dictionaries import COMMITS, sample_commits
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime import keys
 from services.runtime.errors import Aborted, FailedPrecondition
-from services.runtime.history_chunks import UnknownDictionary, array_header, game_dictionary, unpack_chunk
+from services.runtime.history_chunks import (
+    UnknownDictionary,
+    array_header,
+    game_dictionary,
+    is_merged,
+    pack_chunk,
+    unpack_chunk,
+)
 from services.runtime.matches import FINISHED, MatchService, MoveResult
 from services.runtime.redis_client import connect
 from services.runtime.store import (
     CHUNK,
     DIGEST_BYTES,
     KEEP_RECENT,
+    MERGE,
     RECORD_BYTES,
     REQUEST_WINDOW,
     MatchStore,
@@ -235,6 +243,37 @@ async def _archived(redis_client, game: str, match_id: str) -> tuple[list[bytes]
     shipped = game_dictionary(game)
     first = _inflate(chunks[0], shipped)
     return chunks, [first, *(_inflate(chunk, shipped + first) for chunk in chunks[1:])]
+
+
+async def test_a_long_match_merges_its_chunks_and_replays_exactly(redis_url: str, redis_client) -> None:
+    """Every MERGE chunks after the first become one archive element, in fewer bytes than
+    those chunks, on two replicas; replay and resume from every position stay exact."""
+    async with replicas("morisi", redis_url) as services:
+        match_id, tokens = await start(services[0], 2, 31)
+        history, _ = await play(
+            services, match_id, tokens, 31, moves=(2 + 2 * MERGE) * CHUNK + KEEP_RECENT + 1
+        )
+        chunks, plains = await _archived(redis_client, "morisi", match_id)
+        merged = [is_merged(chunk) for chunk in chunks]
+        commits = [msgspec.msgpack.decode(plain) for plain in plains]
+        assert merged.count(True) == 2, f"merged: {merged}"
+        # The first as it was; then the merged ones, then fewer than MERGE unmerged ones.
+        assert merged == [False, True, True] + [False] * (len(chunks) - 3)
+        assert 0 < len(chunks) - 3 < MERGE
+        assert [len(c) for c in commits] == [CHUNK, CHUNK * MERGE, CHUNK * MERGE] + [CHUNK] * (
+            len(chunks) - 3
+        )
+        # Against the same commits archived 16 at a time, as before the merging.
+        packed = [msgspec.msgpack.encode(commit) for chunk in commits[1:3] for commit in chunk]
+        unmerged = [
+            pack_chunk(packed[i : i + CHUNK], chunks[0], "morisi") for i in range(0, len(packed), CHUNK)
+        ]
+        assert sum(map(len, chunks[1:3])) < 0.85 * sum(map(len, unmerged))
+        store = services[1].store
+        for position in [(0, 0), *positions(history)]:
+            events, _ = await store.events_after(match_id, position, with_record=False)
+            assert events == [e for e in history if (e.version, e.seq) > position], position
+        assert await services[0].store.history(match_id) == history
 
 
 @pytest.mark.parametrize("layout", ["each alone", "the first as dictionary"])

@@ -7,7 +7,8 @@ both commit against the same revision.
 
 History (README, "Storage"): each commit's events are one element of the match's ``tail``
 list; once the tail is long, its oldest ``CHUNK`` elements move, zlib-compressed, into one
-element of the ``archive`` list. The commit script hands those elements back in its reply
+element of the ``archive`` list, and every ``MERGE`` such chunks after the first become one.
+The commit script hands those elements (and the chunks due for merging) back in its reply
 and the replica's next commit on the match brings the compressed chunk, so compaction
 costs no round trip of its own. Request ids are 12-byte records (a digest, the version)
 in one string per match, which keeps the match's last ``REQUEST_WINDOW`` of them.
@@ -34,7 +35,7 @@ from redis.exceptions import NoScriptError
 from services.engine import EngineState
 from services.runtime import keys, metrics
 from services.runtime.due import wake_lua
-from services.runtime.history_chunks import first_plain, pack_chunk, unpack_chunk
+from services.runtime.history_chunks import first_plain, merge_chunks, pack_chunk, unpack_chunk
 from services.runtime.redis_client import IdleClosingPool, RedisClient, text
 
 log = structlog.get_logger("store")
@@ -50,6 +51,9 @@ _unpack = msgspec.msgpack.Decoder().decode
 # archived (a watcher a little behind reads them there, without the archive).
 CHUNK = 16
 KEEP_RECENT = 4
+# Chunks after the first that one archive element merges (CHUNK * MERGE commits): one more
+# hand-off, once MERGE - 1 chunks of one hand-off each end the archive, carries them too.
+MERGE = 8
 # A request record: an 8-byte digest of (seat, request id), the version, 4 bytes big-endian.
 DIGEST_BYTES = 8
 RECORD_BYTES = DIGEST_BYTES + 4
@@ -101,10 +105,13 @@ end
 #       8 feed maxlen, 9 feed entry (JSON list of field, value pairs; '' = none),
 #       10 archived chunk ('' = none), 11 the tail's first element it was made from,
 #       12 the match's due time to wake its due-set entry with ('' = none; one Redis only:
-#       the due set is then the last key), 13 the match id (the due set's member).
-# Returns {'ok', new rev[, the tail's oldest CHUNK elements and the archive's first chunk
-# (false: none yet) when they are due for the archive]}, {'conflict', rev} or
-# {'duplicate', version}.
+#       the due set is then the last key), 13 the match id (the due set's member),
+#       14 how many of the archive's last elements the chunk replaces (merged into it).
+# Returns {'ok', new rev[, the tail's oldest CHUNK elements, the archive's first chunk
+# (false: none yet)[, its last MERGE - 1 elements, to merge] when they are due for the
+# archive]}, {'conflict', rev} or {'duplicate', version}.
+# The archive changes only with the tail's trim, in this script: a tail that still starts
+# with the elements handed out means an archive as it was when they were.
 # The PUBLISH (the stream id of the write's last event) wakes the watch hubs that have not
 # seen that far; a hub that misses it (reconnecting) re-reads the history, which stays the
 # source of truth.
@@ -129,6 +136,8 @@ if ARGV[4] ~= '' then
   redis.call('SET', KEYS[4], kept)
 end
 if ARGV[10] ~= '' and redis.call('LINDEX', KEYS[2], 0) == ARGV[11] then
+  local merged = tonumber(ARGV[14])
+  if merged > 0 then redis.call('LTRIM', KEYS[3], 0, -merged - 1) end
   redis.call('RPUSH', KEYS[3], ARGV[10])
   redis.call('LTRIM', KEYS[2], CHUNK, -1)
 end
@@ -142,10 +151,20 @@ WAKE
 end
 if redis.call('LLEN', KEYS[2]) >= CHUNK + KEEP then
   local first_chunk = redis.call('LINDEX', KEYS[3], 0)
-  return {'ok', tostring(new_rev), redis.call('LRANGE', KEYS[2], 0, CHUNK - 1), first_chunk}
+  local oldest = redis.call('LRANGE', KEYS[2], 0, CHUNK - 1)
+  -- Merged chunks come before unmerged ones: the one at -(MERGE - 1) tells for them all
+  -- (an FLEVEL below 3 in its zlib header: services/runtime/history_chunks.py).
+  if redis.call('LLEN', KEYS[3]) >= MERGE_AT then
+    local from = redis.call('LINDEX', KEYS[3], 1 - MERGE_AT)
+    if string.byte(from, 2) < 0xC0 then
+      return {'ok', tostring(new_rev), oldest, first_chunk, redis.call('LRANGE', KEYS[3], 1 - MERGE_AT, -1)}
+    end
+  end
+  return {'ok', tostring(new_rev), oldest, first_chunk}
 end
 return {'ok', tostring(new_rev)}
 """.replace("CHUNK", str(CHUNK))
+    .replace("MERGE_AT", str(MERGE))
     .replace("KEEP", str(KEEP_RECENT))
     .replace("WINDOW_BYTES", str(REQUEST_WINDOW * RECORD_BYTES))
     .replace("WAKE", wake_lua("KEYS[#KEYS]", "ARGV[13]", "ARGV[12]"))
@@ -339,7 +358,8 @@ class MatchStore:
             pool.quick if isinstance(pool, IdleClosingPool) else None
         )
         # match id -> (the tail's first element, the compressed chunk it starts).
-        self._pending: OrderedDict[str, tuple[bytes, bytes]] = OrderedDict()
+        # per match: (the tail's first element it was made from, chunk, archive elements it replaces)
+        self._pending: OrderedDict[str, tuple[bytes, bytes, int]] = OrderedDict()
 
     async def _run_commit(self, script_keys: list[str], argv: list[Any]) -> Any:
         """The commit script: on one Redis by the pool's quick lane (the hot path), else, and
@@ -411,7 +431,7 @@ class MatchStore:
         match_id = record.match_id
         in_commit = feed is not None and self._feed_in_commit
         feed_fields = [str(v) for pair in feed.fields.items() for v in pair] if feed is not None else []
-        first, chunk = self._pending.pop(match_id, (b"", b""))
+        first, chunk, merged = self._pending.pop(match_id, (b"", b"", 0))
         argv: list[Any] = [
             record.rev,
             record.encode(),
@@ -426,6 +446,7 @@ class MatchStore:
             first,
             "" if wake_due_ms is None else wake_due_ms,
             match_id,
+            merged,
         ]
         script_keys = [
             keys.match(match_id),
@@ -444,20 +465,34 @@ class MatchStore:
         outcome, value = text(result[0]), text(result[1])
         if outcome == "ok":
             if len(result) > 2:
-                self._hold(match_id, record.game, list(result[2]), result[3] if len(result) > 3 else None)
+                self._hold(
+                    match_id,
+                    record.game,
+                    list(result[2]),
+                    result[3] if len(result) > 3 else None,
+                    list(result[4:5]),
+                )
             if feed is not None and not in_commit:
                 await self._append(feed, record.version)
             return CommitResult("ok", rev=int(value))
         if outcome == "duplicate":
             return CommitResult("duplicate", previous_version=int(value))
         if chunk:
-            self._pending.setdefault(match_id, (first, chunk))  # for the attempt after this one
+            self._pending.setdefault(match_id, (first, chunk, merged))  # for the attempt after this one
         return CommitResult("conflict")
 
-    def _hold(self, match_id: str, game: str, elements: list[bytes], first_chunk: bytes | None) -> None:
-        """Compress the tail elements a commit handed out; the next commit takes them in
-        (only if the tail still starts with them, so the archive is still as it was)."""
-        self._pending[match_id] = (elements[0], pack_chunk(elements, first_chunk, game))
+    def _hold(
+        self, match_id: str, game: str, elements: list[bytes], first_chunk: bytes | None, merging: list[Any]
+    ) -> None:
+        """Compress the tail elements a commit handed out (with the archive elements it
+        handed out to merge, if any); the next commit takes them in (only if the tail still
+        starts with them, so the archive is still as it was)."""
+        if merging and first_chunk is not None:
+            to_merge = list(merging[0])
+            chunk = merge_chunks(to_merge, elements, first_chunk, game)
+            self._pending[match_id] = (elements[0], chunk, len(to_merge))
+        else:
+            self._pending[match_id] = (elements[0], pack_chunk(elements, first_chunk, game), 0)
         self._pending.move_to_end(match_id)
         while len(self._pending) > MAX_PENDING_CHUNKS:
             self._pending.popitem(last=False)
