@@ -41,6 +41,7 @@ from deploy.nginx import nginx_executable
 from deploy.redis_server import free_port, wait_for_port
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime import keys
+from services.runtime.store import MatchRecord
 
 TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -262,6 +263,8 @@ class Figures:
     echo_ms: float = 0.0
     # ÷ echo call of every round of this configuration (--rounds), this one's among them.
     round_ratios: list[float] = field(default_factory=list)
+    # The live matches' mean version: their bytes grow with it (README, "Storage": Size).
+    moves_per_live_match: float = float("nan")
 
     def ratio(self, echo_ms: float) -> float:
         return self.cpu_ms_per_move / (self.echo_ms or echo_ms)
@@ -288,10 +291,11 @@ async def redis_pid(redis_url: str) -> int:
         await client.aclose()
 
 
-async def bytes_per_match(redis_url: str, match_ids: list[str]) -> float:
-    """Redis memory of every key of these matches (their hash tag), per match."""
+async def live_storage(redis_url: str, match_ids: list[str]) -> tuple[float, float]:
+    """Redis memory of every key of these matches (their hash tag), per match, and their
+    mean version (about their commits: what their history grows with)."""
     if not match_ids:
-        return float("nan")
+        return float("nan"), float("nan")
     wanted = set(match_ids)
     client = aioredis.Redis.from_url(redis_url)
     try:
@@ -300,7 +304,11 @@ async def bytes_per_match(redis_url: str, match_ids: list[str]) -> float:
             text = key.decode()
             if text[text.index("{") + 1 : text.index("}")] in wanted:
                 total += await client.memory_usage(key, samples=0) or 0
-        return total / len(wanted)
+        versions = 0
+        for match_id in match_ids:
+            rev, doc = await client.hmget(keys.match(match_id), ["rev", "doc"])
+            versions += MatchRecord.decode(doc, int(rev)).version if doc and rev else 0
+        return total / len(wanted), versions / len(match_ids)
     finally:
         await client.aclose()
 
@@ -345,6 +353,7 @@ async def measure(
     )
     used = meter.stop()
     per_move = {role: seconds * 1000 / max(load.moves, 1) for role, seconds in used.items()}
+    bytes_per_live_match, moves_per_live_match = await live_storage(redis_url, load.live)
     return Figures(
         game,
         f"{front}, {CLIENTS[one_stream]}",
@@ -354,9 +363,10 @@ async def measure(
         percentile(load.latencies_s, 0.5) * 1000,
         percentile(load.latencies_s, 0.99) * 1000,
         load.errors,
-        await bytes_per_match(redis_url, load.live),
+        bytes_per_live_match,
         sum(per_move.values()),
         per_move,
+        moves_per_live_match=moves_per_live_match,
     )
 
 
@@ -439,7 +449,7 @@ def print_table(
         "moves/s",
         "move p50 / p99 ms",
         "errors",
-        "Redis bytes per live match",
+        "Redis bytes per live match (its moves)",
         "server CPU ms per move",
         "÷ echo call",
         "÷ echo call, each round",
@@ -453,7 +463,7 @@ def print_table(
             f"{r.moves_per_s:.0f}",
             f"{r.p50_ms:.1f} / {r.p99_ms:.1f}",
             str(r.errors),
-            f"{r.bytes_per_live_match:,.0f}",
+            f"{r.bytes_per_live_match:,.0f} ({r.moves_per_live_match:,.0f})",
             f"{r.cpu_ms_per_move:.2f}",
             f"{r.ratio(echo.cpu_ms_per_call):.1f}",
             ", ".join(f"{ratio:.1f}" for ratio in r.round_ratios) or "-",

@@ -42,17 +42,19 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
         30170.2,
         4.853,
         {"redis": 0.3, "nginx": 0.42},
+        moves_per_live_match=1234.4,
     )
     bench.print_table([figures], bench.EchoFigures(2142.4, 0.4731), bench.EchoFigures(2378.0, 0.2161), ARGS)
     lines = capsys.readouterr().out.splitlines()
     header = lines.index(
         "| game | through | matches | moves | moves/s | move p50 / p99 ms | errors"
-        " | Redis bytes per live match | server CPU ms per move | ÷ echo call | ÷ echo call, each round |"
+        " | Redis bytes per live match (its moves) | server CPU ms per move"
+        " | ÷ echo call | ÷ echo call, each round |"
     )
     assert lines[header + 1] == "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
     assert (
         lines[header + 2]
-        == "| happy_mochi | nginx | 51 | 4602 | 303 | 107.4 / 454.0 | 0 | 30,170 | 4.85 | 10.3 | - |"
+        == "| happy_mochi | nginx | 51 | 4602 | 303 | 107.4 / 454.0 | 0 | 30,170 (1,234) | 4.85 | 10.3 | - |"
     )
     split = lines.index("| game | through | redis | replicas | gateway | nginx |")
     assert lines[split + 2] == "| happy_mochi | nginx | 0.30 | 0.00 | 0.00 | 0.42 |"
