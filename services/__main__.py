@@ -2,6 +2,10 @@
 
 import sys
 
-from services.runtime.server import cli
+from services.runtime.grpc_core import apply_core_settings
+
+apply_core_settings()
+
+from services.runtime.server import cli  # noqa: E402  (grpc loads after its core settings)
 
 cli(sys.argv[1:])
