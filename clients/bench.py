@@ -165,7 +165,9 @@ class CpuMeter:
 @contextlib.contextmanager
 def running_echo() -> Iterator[tuple[str, int]]:
     address = f"127.0.0.1:{free_port()}"
-    server = subprocess.Popen([sys.executable, "-m", "clients.echo", address])
+    # The yardstick stays grpc's own defaults, whatever the services run on (grpc_core.py).
+    env = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
+    server = subprocess.Popen([sys.executable, "-m", "clients.echo", address], env=env)
     try:
         wait_for_port(int(address.rsplit(":", 1)[1]))
         yield address, server.pid
@@ -483,7 +485,9 @@ def print_table(
         f"echo: {echo.calls_per_s:.0f} calls/s, {echo.cpu_ms_per_call:.3f} ms of server CPU per call"
         f" (bare grpc.aio unary echo, 64-byte payload, {args.concurrency} concurrent callers, same run;"
         f" the median of {args.rounds} round(s): a row of --game is its median round, next to that"
-        " round's echo; the other games are measured once, next to this one)"
+        " round's echo; the other games are measured once, next to this one; the echo and relay"
+        " server runs on grpc's default core settings, the services and gateway on their own:"
+        " services/runtime/grpc_core.py)"
     )
     print(
         f"relay: {relay.calls_per_s:.0f} moves/s, {relay.cpu_ms_per_call:.3f} ms of server CPU per move"

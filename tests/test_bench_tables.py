@@ -58,6 +58,8 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
     )
     split = lines.index("| game | through | redis | replicas | gateway | nginx |")
     assert lines[split + 2] == "| happy_mochi | nginx | 0.30 | 0.00 | 0.00 | 0.42 |"
+    echo = next(line for line in lines if line.startswith("echo:"))
+    assert "the echo and relay server runs on grpc's default core settings" in echo
     relay = next(line for line in lines if line.startswith("relay:"))
     assert relay.startswith("relay: 2378 moves/s, 0.216 ms of server CPU per move = 0.46 echo calls")
     assert "turn clock" not in lines[-1]
