@@ -637,14 +637,12 @@ class State(EngineState, dict=True):
 
     def _do_lay_meld(self, seat: int, b: JsonDict, meld: Meld) -> list[Event]:
         s = self
-        meld["side"] = "solo" if seat == s.solo else "pair"
+        meld["side"] = self.side(seat)
         cards = b["cards"]
         hand = s.hands[seat]
-        table = self._tables[seat]
         for card in cards:
             hand.remove(card)
-            if table is not None:
-                table.remove(card)
+            self._hand_lost(seat, card)
         index = len(s.melds)
         facts = self._place_meld(index, meld)
         self._melded(cards)
@@ -735,20 +733,17 @@ class State(EngineState, dict=True):
         hand = s.hands[seat]
         hand.remove(card)
         locked = s.t.locked
-        table = self._tables[seat]
-        if table is not None:
-            if not locked:
-                table.remove(card)
-            else:
-                if card not in locked:  # a locked card was never in the Table
-                    table.remove(card)
-                for other in locked:  # they can be melded from the next turn on
+        if card not in locked:  # a locked card was never in the Table
+            self._hand_lost(seat, card)
+        if locked:  # they can be melded from the next turn on
+            table = self._tables[seat]
+            if table is not None:
+                for other in locked:
                     if other != card:
                         table.add(other)
         s.discard.append(card)
-        if s.t.melded:
-            self._went_down(seat)
-        went_out = not hand and s.more_state["solo" if seat == s.solo else "pair"] != "waiting"
+        self._went_down(seat)
+        went_out = not hand and s.more_state[self.side(seat)] != "waiting"
         events = [Event({"discarded": {"seat": seat, "card": CARD_DICTS[card].copy(), "went_out": went_out}})]
         if went_out:
             return events + self._end_round(seat)
