@@ -357,8 +357,8 @@ class MatchStore:
         self._quick: Callable[..., Awaitable[Any]] | None = (
             pool.quick if isinstance(pool, IdleClosingPool) else None
         )
-        # match id -> (the tail's first element, the compressed chunk it starts).
-        # per match: (the tail's first element it was made from, chunk, archive elements it replaces)
+        # match id -> (the tail's first element the chunk was made from, the compressed chunk,
+        # how many of the archive's last elements it replaces).
         self._pending: OrderedDict[str, tuple[bytes, bytes, int]] = OrderedDict()
 
     async def _run_commit(self, script_keys: list[str], argv: list[Any]) -> Any:
@@ -470,7 +470,7 @@ class MatchStore:
                     record.game,
                     list(result[2]),
                     result[3] if len(result) > 3 else None,
-                    list(result[4:5]),
+                    list(result[4]) if len(result) > 4 else [],
                 )
             if feed is not None and not in_commit:
                 await self._append(feed, record.version)
@@ -482,13 +482,17 @@ class MatchStore:
         return CommitResult("conflict")
 
     def _hold(
-        self, match_id: str, game: str, elements: list[bytes], first_chunk: bytes | None, merging: list[Any]
+        self,
+        match_id: str,
+        game: str,
+        elements: list[bytes],
+        first_chunk: bytes | None,
+        to_merge: list[bytes],
     ) -> None:
         """Compress the tail elements a commit handed out (with the archive elements it
         handed out to merge, if any); the next commit takes them in (only if the tail still
         starts with them, so the archive is still as it was)."""
-        if merging and first_chunk is not None:
-            to_merge = list(merging[0])
+        if to_merge and first_chunk is not None:
             chunk = merge_chunks(to_merge, elements, first_chunk, game)
             self._pending[match_id] = (elements[0], chunk, len(to_merge))
         else:
