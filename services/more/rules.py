@@ -444,8 +444,7 @@ class State(EngineState, dict=True):
         t = self.t
         hand = self.hands[seat]
         card = b["card"]
-        if card not in hand:
-            self._check_in_hand(seat, card, "discard")
+        self._check_in_hand(seat, card, "discard")
         if t.top >= 0 and t.top in hand:
             raise RuleViolation(
                 "meld_top_card",
