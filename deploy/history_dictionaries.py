@@ -1,5 +1,5 @@
 """Write the preset dictionary a game's archived history is compressed with
-(``services/<game>/history.zdict``; see services/runtime/history_chunks.py).
+(``services/<game>/history-events.zdict``; see services/runtime/history_chunks.py).
 
     python -m deploy.history_dictionaries [game ...]
 
@@ -50,7 +50,7 @@ async def sample_commits(game: str, redis_url: str) -> bytes:
     )
     client = connect(redis_url)
     try:
-        service = MatchService(rules, MatchStore(client), settings)
+        service = MatchService(rules, MatchStore(client, game), settings)
         players = rules.GAME.min_players
         facts = await service.create_match(players, SEED, {})
         tokens = {}

@@ -329,7 +329,7 @@ async def test_a_master_killed_during_play_loses_and_duplicates_no_move():
                 for m in matches:
                     versions = [version for version, _ in acknowledged[m.match_id]]
                     assert versions == list(range(1, len(versions) + 1))
-                    stored = {e.version for e in await stored_events(store, m.match_id)} - {0}
+                    stored = {e.version for e in await stored_events(store, m.match_id, FAILOVER_GAME)} - {0}
                     assert stored == set(versions), "every acknowledged move is stored, once"
                     assert (await clients[0].match(m.match_id)).version == len(versions)
             finally:

@@ -12,7 +12,9 @@ import pytest
 from google.protobuf import json_format
 
 from services.catalog import GAME_PACKAGES, rules_module
-from services.runtime.codec import _json_format_dict, from_dict, generated_modules, to_dict
+from services.runtime.codec import from_dict, generated_modules, to_dict
+from services.runtime.event_packing import packing_for
+from services.runtime.proto_dicts import _json_format_dict
 from services.runtime.store import MatchRecord, StateDecoder, StoredCommit, StoredEvent, encode_state
 
 
@@ -100,14 +102,16 @@ def test_a_body_only_json_format_takes_still_converts() -> None:
 
 @pytest.mark.parametrize("game", GAME_PACKAGES)
 def test_stored_states_and_events_read_back_as_json_would(game: str) -> None:
-    """Documents and events are stored as MessagePack: what an engine writes reads back
-    exactly as a JSON round trip would give it (no key or value an engine relies on JSON
-    to change), and events written as JSON before still read."""
+    """Documents are stored as MessagePack and event bodies as MatchEvent bytes: what an
+    engine writes reads back exactly as a JSON round trip would give it (no key or value an
+    engine relies on JSON to change), and events written as MessagePack or JSON before
+    still read."""
     rules = rules_module(game)
     rng = random.Random(7)
     state = rules.State.new(rules.GAME.min_players, 7, {})
     record = MatchRecord("m", game, rules.GAME.min_players, 7, {}, [None], "IN_PROGRESS", 0, {}, 1.5, 2.5)
     decode = StateDecoder(rules.State)
+    packing = packing_for(game)
     for step in range(150):
         if state.is_over():
             break
@@ -115,10 +119,15 @@ def test_stored_states_and_events_read_back_as_json_would(game: str) -> None:
         for n, event in enumerate(state.apply(seat, rng.choice(state.legal_moves(seat)))):
             stored = StoredEvent(step + 1, n + 1, event.to, event.body)
             as_json = json.dumps({"to": event.to, "body": event.body})
-            # As a history element now, and as the per-event stream entries of before.
-            (again,) = StoredCommit.decode(msgspec.msgpack.decode(StoredCommit.of([stored], None))).events
+            # As a history element now (the body as MatchEvent bytes), as one of before (the
+            # body as a MessagePack map), and as the per-event stream entries of before that.
+            element = StoredCommit.of([stored], None, packing)
+            (again,) = StoredCommit.decode(msgspec.msgpack.decode(element), packing).events
+            assert msgspec.msgpack.decode(element)[2][0][1] == packing.pack(event.body)
+            before = msgspec.msgpack.encode([stored.version, stored.seq, [[event.to, event.body]], None])
+            (earlier,) = StoredCommit.decode(msgspec.msgpack.decode(before), packing).events
             packed = msgspec.msgpack.encode([event.to, event.body])
-            assert again == StoredEvent.from_entry(stored.stream_id, {b"e": packed}) == stored
+            assert again == earlier == StoredEvent.from_entry(stored.stream_id, {b"e": packed}) == stored
             assert StoredEvent.from_entry(stored.stream_id, {b"e": as_json.encode()}) == stored
         record.state = encode_state(state)
         again = MatchRecord.decode(record.encode(), 3)

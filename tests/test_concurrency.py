@@ -14,8 +14,8 @@ from tests.helpers import active_seat_move, refusal, start_match
 GAME = "happy_mochi"
 
 
-async def stored_events(redis_client, match_id: str) -> list[StoredEvent]:
-    return await MatchStore(redis_client).history(match_id)
+async def stored_events(redis_client, match_id: str, game: str = GAME) -> list[StoredEvent]:
+    return await MatchStore(redis_client, game).history(match_id)
 
 
 async def test_retried_request_id_returns_the_first_answer_and_applies_nothing(cluster):

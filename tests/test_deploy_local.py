@@ -161,7 +161,7 @@ async def assert_intact(client: GameClient, run: MakeRun, matches: list[BotMatch
     try:
         for match in matches:
             assert match.acknowledged == list(range(1, len(match.acknowledged) + 1))
-            stored = await MatchStore(redis).history(match.match_id)
+            stored = await MatchStore(redis, GAME).history(match.match_id)
             assert {e.version for e in stored} - {0} == set(match.acknowledged)
             found = await retried(lambda m=match: client.match(m.match_id))
             assert (found.version, found.status) == (len(match.acknowledged), match.status)

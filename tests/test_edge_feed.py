@@ -30,7 +30,7 @@ async def test_the_feed_of_every_game_holds_public_events_only(cluster, redis_cl
             legal = await client.legal_moves(started.match_id, started.tokens[seat])
             move = rng.choice(list(legal.moves))
             await client.submit(started.match_id, started.tokens[seat], move, expected_version=legal.version)
-        stored = await stored_events(redis_client, started.match_id)
+        stored = await stored_events(redis_client, started.match_id, game)
         feed = [
             fields
             for _id, fields in await redis_client.xrange(keys.game_moves(game))

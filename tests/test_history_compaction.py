@@ -9,6 +9,7 @@ import random
 import uuid
 import zlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -18,9 +19,13 @@ from deploy.history_dictionaries import COMMITS, sample_commits
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime import keys
 from services.runtime.errors import Aborted, FailedPrecondition
+from services.runtime.event_packing import packing_for
 from services.runtime.history_chunks import (
+    DICTIONARY_FILE,
+    EARLIER_DICTIONARY_FILES,
     UnknownDictionary,
     array_header,
+    first_plain,
     game_dictionary,
     is_merged,
     pack_chunk,
@@ -45,6 +50,8 @@ Position = tuple[int, int]
 # What the shipped dictionaries save at least, over a match's first few chunks.
 SMALLER = 0.9
 
+SERVICES = Path(__file__).resolve().parents[1] / "services"
+
 
 @contextlib.asynccontextmanager
 async def replicas(game: str, redis_url: str, count: int = 2) -> AsyncIterator[list[MatchService]]:
@@ -52,7 +59,7 @@ async def replicas(game: str, redis_url: str, count: int = 2) -> AsyncIterator[l
     clients = [connect(redis_url) for _ in range(count)]
     try:
         settings = service_settings(game, redis_url)
-        yield [MatchService(rules_module(game), MatchStore(c), settings) for c in clients]
+        yield [MatchService(rules_module(game), MatchStore(c, game), settings) for c in clients]
     finally:
         for client in clients:
             await client.aclose()
@@ -302,7 +309,7 @@ async def test_the_shipped_dictionary_makes_a_match_archive_smaller(
     """A match (another seed than the dictionary's sample) archives in fewer bytes than the
     earlier layout (first chunk alone, later ones with the first as dictionary) made of
     the same commits, and replays the same."""
-    assert game_dictionary(game), f"services/{GAME_PACKAGES[game]}/history.zdict is missing"
+    assert game_dictionary(game), f"services/{GAME_PACKAGES[game]}/{DICTIONARY_FILE} is missing"
     async with replicas(game, redis_url, count=1) as services:
         players = rules_module(game).GAME.min_players
         match_id, tokens = await start(services[0], players, 21)
@@ -313,6 +320,19 @@ async def test_the_shipped_dictionary_makes_a_match_archive_smaller(
         stored, before = sum(map(len, chunks)), sum(map(len, earlier))
         assert stored < SMALLER * before, f"{stored} bytes against {before} without the dictionary"
         assert await services[0].store.history(match_id) == history
+
+
+@pytest.mark.parametrize("game", GAME_PACKAGES)
+def test_chunks_made_with_an_earlier_dictionary_still_read(game: str) -> None:
+    """Archives made before event bodies were stored as MatchEvent bytes name the dictionary
+    of that layout (``history.zdict``), which stays shipped; the current one is another."""
+    earlier = (SERVICES / GAME_PACKAGES[game] / EARLIER_DICTIONARY_FILES[0]).read_bytes()
+    assert earlier != game_dictionary(game)
+    commits = [[5, 1, [[None, {"match_started": {"players": 2}}]], None]]
+    first = _deflate(msgspec.msgpack.encode(commits), earlier)
+    later = _deflate(msgspec.msgpack.encode([[6, 1, [], None]]), earlier + msgspec.msgpack.encode(commits))
+    plain = first_plain(first)
+    assert unpack_chunk(first, b"") == commits and unpack_chunk(later, plain) == [[6, 1, [], None]]
 
 
 def test_a_chunk_naming_an_unknown_dictionary_is_refused_by_name() -> None:
@@ -358,7 +378,10 @@ async def test_a_match_keeps_the_request_records_of_its_last_moves_only(redis_ur
 async def test_the_dictionary_tool_samples_a_match_first_commits_as_stored(redis_url: str) -> None:
     """``python -m deploy.history_dictionaries`` (for a game without a dictionary yet)."""
     sample = await sample_commits("mori", redis_url)
-    commits = [StoredCommit.decode(item) for item in msgspec.msgpack.decode(array_header(COMMITS) + sample)]
+    commits = [
+        StoredCommit.decode(item, packing_for("mori"))
+        for item in msgspec.msgpack.decode(array_header(COMMITS) + sample)
+    ]
     versions = [c.version for c in commits]
     # Version 0 is the creation and the joins, a commit each; then a move a commit.
     assert len(commits) == COMMITS and versions[0] == 0 and versions == sorted(versions)

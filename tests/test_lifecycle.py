@@ -33,7 +33,9 @@ async def test_idle_match_becomes_abandoned_and_refuses_moves():
         clock = Clock()
         settings = dataclasses.replace(service_settings("happy_mochi", redis_url), abandon_after_s=60)
         client = connect(redis_url)
-        service = MatchService(rules_module("happy_mochi"), MatchStore(client), settings, clock=clock)
+        service = MatchService(
+            rules_module("happy_mochi"), MatchStore(client, "happy_mochi"), settings, clock=clock
+        )
         facts = await service.create_match(2, 5, {"first_player": 0})
         tokens = [(await service.join_match(facts.match_id, name)).token for name in ("a", "b")]
         assert (await service.get_match(facts.match_id)).status == IN_PROGRESS
@@ -80,7 +82,7 @@ async def test_a_lost_redis_is_unavailable_not_internal():
 async def test_client_seeds_can_be_refused(redis_url):
     settings = dataclasses.replace(service_settings("mori", redis_url), allow_client_seed=False)
     client = connect(redis_url)
-    service = MatchService(rules_module("mori"), MatchStore(client), settings)
+    service = MatchService(rules_module("mori"), MatchStore(client, "mori"), settings)
     with pytest.raises(InvalidArgument) as refused:
         await service.create_match(3, 42, {"first_player": 0})
     assert refused.value.field == "seed"

@@ -121,7 +121,7 @@ async def test_an_expired_token_is_refused_with_the_right_message():
         clock = Clock()
         settings = dataclasses.replace(service_settings(GAME, redis_url), token_ttl_s=60)
         client = connect(redis_url)
-        service = MatchService(rules_module(GAME), MatchStore(client), settings, clock=clock)
+        service = MatchService(rules_module(GAME), MatchStore(client, GAME), settings, clock=clock)
         facts = await service.create_match(2, 5, {"first_player": 0})
         joined = await service.join_match(facts.match_id, "ann")
         await service.join_match(facts.match_id, "bob")

@@ -38,7 +38,7 @@ async def timed_cluster():
 
 
 async def stream_events(redis, match_id: str) -> list[StoredEvent]:
-    return await MatchStore(redis).history(match_id)
+    return await MatchStore(redis, GAME).history(match_id)
 
 
 def kinds(events: list[StoredEvent]) -> list[str]:
@@ -101,7 +101,7 @@ async def test_racing_replicas_and_one_dying_mid_way_fire_a_deadline_exactly_onc
     with running_redis() as url:
         settings = dataclasses.replace(service_settings(GAME, url), **{**QUICK, "scheduler_lease_ms": 1500})
         clients = [connect(url) for _ in range(3)]
-        services = [MatchService(rules_module(GAME), MatchStore(c), settings) for c in clients]
+        services = [MatchService(rules_module(GAME), MatchStore(c, GAME), settings) for c in clients]
         dying, first, second = (Scheduler(s) for s in services)
         facts = await services[0].create_match(2, 12, {}, {"turn_seconds": 1})
         for name in ("ann", "bob"):
@@ -140,7 +140,7 @@ async def test_a_move_committed_while_the_scheduler_holds_the_match_is_not_lost(
             service_settings(GAME, url), bot_think_ms=10_000, scheduler_lease_ms=1500, abandon_after_s=600
         )
         client = connect(url)
-        service = MatchService(rules_module(GAME), MatchStore(client), settings)
+        service = MatchService(rules_module(GAME), MatchStore(client, GAME), settings)
         scheduler = Scheduler(service)
         facts = await Lifecycle(service).create_match(2, 21, {}, {"bot_seats": [1]})
         human = await service.join_match(facts.match_id, "ann")
@@ -241,7 +241,7 @@ async def test_a_timed_move_on_one_redis_wakes_its_due_entry_inside_its_commit()
     two round trips instead of four), and stands at the new turn's deadline."""
     with running_redis() as url:
         client = connect(url)
-        service = MatchService(rules_module(GAME), MatchStore(client), service_settings(GAME, url))
+        service = MatchService(rules_module(GAME), MatchStore(client, GAME), service_settings(GAME, url))
         facts = await service.create_match(2, 22, {}, {"turn_seconds": 60})
         tokens = {}
         for name in ("ann", "bob"):

@@ -138,7 +138,7 @@ async def test_a_match_can_refuse_spectators(cluster):
 async def test_a_server_can_refuse_spectators(redis_url):
     settings = dataclasses.replace(service_settings(GAME, redis_url), spectators=False)
     client = connect(redis_url)
-    service = MatchService(rules_module(GAME), MatchStore(client), settings)
+    service = MatchService(rules_module(GAME), MatchStore(client, GAME), settings)
     try:
         facts = await service.create_match(2, 5, {"first_player": 0})
         with pytest.raises(PermissionDenied) as refused:
@@ -187,7 +187,7 @@ async def test_every_game_plays_to_the_end_by_watching_and_every_version_has_eve
     playing = play_match(cluster.client(game), players, seed=seed, options=options)
     played = await asyncio.wait_for(playing, 120)
     assert played.finished and played.moves > 0
-    events = await stored_events(redis_client, played.match_id)
+    events = await stored_events(redis_client, played.match_id, game)
     # Every committed version left at least one event (an engine returning none is a bug).
     assert sorted({e.version for e in events}) == list(range(played.moves + 1))
     opening = [e for e in events if e.version == 0][players + 1 :]

@@ -28,7 +28,7 @@ RULES = rules_module(GAME)
 async def replica(redis_url: str) -> AsyncIterator[MatchService]:
     client = connect(redis_url)
     try:
-        yield MatchService(RULES, MatchStore(client), service_settings(GAME, redis_url))
+        yield MatchService(RULES, MatchStore(client, GAME), service_settings(GAME, redis_url))
     finally:
         await client.aclose()
 
@@ -58,7 +58,7 @@ async def random_move(service: MatchService, match_id: str, rng: random.Random) 
 async def stream(redis_url: str, match_id: str) -> list[StoredEvent]:
     client = connect(redis_url)
     try:
-        return await MatchStore(client).history(match_id)
+        return await MatchStore(client, GAME).history(match_id)
     finally:
         await client.aclose()
 

@@ -214,7 +214,7 @@ async def test_two_thousand_watched_matches_on_one_replica_deliver_a_move_at_onc
     # No heartbeat in between: the first item each stream yields is its first event.
     settings = dataclasses.replace(service_settings(GAME, redis_url), heartbeat_s=600)
     clients = [connect(redis_url), connect(redis_url)]
-    watching, moving = (MatchService(rules_module(GAME), MatchStore(c), settings) for c in clients)
+    watching, moving = (MatchService(rules_module(GAME), MatchStore(c, GAME), settings) for c in clients)
     streams, firsts = [], []
     try:
         played = await watching.create_match(2, 3, {"first_player": 0})
@@ -299,8 +299,8 @@ async def _two_replicas(
     clients = [connect(redis_url), connect(redis_url)]
     try:
         yield (
-            MatchService(rules_module(GAME), store_here(clients[0]), settings),
-            MatchService(rules_module(GAME), MatchStore(clients[1]), settings),
+            MatchService(rules_module(GAME), store_here(clients[0], GAME), settings),
+            MatchService(rules_module(GAME), MatchStore(clients[1], GAME), settings),
         )
     finally:
         for client in clients:

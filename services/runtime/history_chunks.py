@@ -3,7 +3,7 @@
 An archive element is a chunk of tail elements (one MessagePack array), zlib-compressed
 with a preset dictionary, since a match's events repeat the same names and shapes:
 
-- a match's first chunk: its game's shipped dictionary (``services/<game>/history.zdict``,
+- a match's first chunk: its game's shipped dictionary (``services/<game>/history-events.zdict``,
   the first commits of a sample match), which a small chunk alone could not learn from;
 - every later chunk: the shipped dictionary followed by the match's first chunk.
 
@@ -15,7 +15,10 @@ zlib names the dictionary a stream needs by its Adler-32 (the header's DICTID), 
 says for itself which one it was made with, and chunks stored before the shipped
 dictionaries (the first alone, later ones with the first chunk only) still read. A shipped
 dictionary is therefore never changed: chunks made with it need it for as long as they
-are kept. ``python -m deploy.history_dictionaries`` writes one for a game that has none.
+are kept. When the layout of commits changes, a new file takes over for new chunks and the
+old one stays, read only (``history.zdict``: event bodies as MessagePack maps, before they
+were stored as MatchEvent bytes). ``python -m deploy.history_dictionaries`` writes the
+current one for a game that has none.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ import msgspec
 
 from services.catalog import GAME_PACKAGES
 
-DICTIONARY_FILE = "history.zdict"
+DICTIONARY_FILE = "history-events.zdict"
+EARLIER_DICTIONARY_FILES = ("history.zdict",)
 _SERVICES = Path(__file__).resolve().parents[1]
 _unpack = msgspec.msgpack.Decoder().decode
 
@@ -61,8 +65,10 @@ def game_dictionary(game: str) -> bytes:
 
 @functools.cache
 def _shipped() -> dict[int, bytes]:
-    """Every shipped dictionary, by its Adler-32."""
-    return {zlib.adler32(d): d for game in GAME_PACKAGES if (d := game_dictionary(game))}
+    """Every shipped dictionary, current and earlier, by its Adler-32."""
+    names = (DICTIONARY_FILE, *EARLIER_DICTIONARY_FILES)
+    paths = [_SERVICES / package / name for package in GAME_PACKAGES.values() for name in names]
+    return {zlib.adler32(d): d for path in paths if path.is_file() and (d := path.read_bytes())}
 
 
 def array_header(count: int) -> bytes:

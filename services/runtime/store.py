@@ -35,6 +35,7 @@ from redis.exceptions import NoScriptError
 from services.engine import EngineState
 from services.runtime import keys, metrics
 from services.runtime.due import wake_lua
+from services.runtime.event_packing import EventPacking, packing_for
 from services.runtime.history_chunks import first_plain, merge_chunks, pack_chunk, unpack_chunk
 from services.runtime.redis_client import IdleClosingPool, RedisClient, text
 
@@ -302,7 +303,8 @@ class RecordedAnswer:
 class StoredCommit:
     """One commit's events (all of one version, numbered from ``first_seq``), as stored:
     ``[version, first_seq, [[to, body], ...], answer]`` (answer: ``[active_seats, status]``
-    of a SubmitMove with a request id, else nil)."""
+    of a SubmitMove with a request id, else nil). A body is its game's MatchEvent bytes
+    (services/runtime/event_packing.py); commits stored before those hold it as a map."""
 
     version: int
     first_seq: int
@@ -310,16 +312,22 @@ class StoredCommit:
     answer: RecordedAnswer | None
 
     @classmethod
-    def of(cls, events: list[StoredEvent], answer: RecordedAnswer | None) -> bytes:
-        body = [[e.to, e.body] for e in events]
+    def of(cls, events: list[StoredEvent], answer: RecordedAnswer | None, packing: EventPacking) -> bytes:
+        pack = packing.pack
+        body = [[e.to, pack(e.body)] for e in events]
         extra = None if answer is None else [answer.active_seats, answer.status]
         return _pack([events[0].version, events[0].seq, body, extra])
 
     @classmethod
-    def decode(cls, data: list[Any]) -> StoredCommit:
+    def decode(cls, data: list[Any], packing: EventPacking) -> StoredCommit:
         version, first, body, extra = data
         events = [
-            StoredEvent(version, first + i, None if to is None else tuple(to), event)
+            StoredEvent(
+                version,
+                first + i,
+                None if to is None else tuple(to),
+                event if isinstance(event, dict) else packing.unpack(event),
+            )
             for i, (to, event) in enumerate(body)
         ]
         answer = None if extra is None else RecordedAnswer(list(extra[0]), str(extra[1]))
@@ -344,8 +352,11 @@ class CommitResult:
 
 
 class MatchStore:
-    def __init__(self, client: RedisClient) -> None:
+    """The matches of one game (``game``: its short name, which says how its events are stored)."""
+
+    def __init__(self, client: RedisClient, game: str) -> None:
         self.redis = client
+        self.packing = packing_for(game)
         self._commit = client.register_script(_COMMIT)
         self._load_for_request = client.register_script(_LOAD_FOR_REQUEST)
         # One Redis: the feed entry goes in the commit script (one round trip). A cluster
@@ -438,7 +449,7 @@ class MatchStore:
             ttl_s,
             request,
             record.version,
-            StoredCommit.of(events, answer) if events else "",
+            StoredCommit.of(events, answer, self.packing) if events else "",
             events[-1].stream_id if events else "",
             feed.maxlen if feed is not None else 0,
             _json(feed_fields) if in_commit else b"",
@@ -546,7 +557,7 @@ class MatchStore:
             if doc is not None and rev is not None:
                 record = known(match_id, int(rev)) if known is not None else None
                 record = record or MatchRecord.decode(doc, int(rev))
-        commits = [StoredCommit.decode(_unpack(element)) for element in recent]
+        commits = [StoredCommit.decode(_unpack(element), self.packing) for element in recent]
         if not _reach(commits, after):
             commits = await self._commits_after(match_id, after, await self._tail(match_id))
         return [e for c in commits for e in c.events if (e.version, e.seq) > after], record
@@ -560,7 +571,7 @@ class MatchStore:
         and when it starts past ``after``, the archive (read after the tail: a chunk
         archived meanwhile is in both, and counted once) and the stream of matches stored
         before the tail."""
-        commits = [StoredCommit.decode(_unpack(element)) for element in tail]
+        commits = [StoredCommit.decode(_unpack(element), self.packing) for element in tail]
         if _reach(commits, after):
             return [c for c in commits if _last(c) > after]
         older: list[StoredCommit] = []
@@ -568,7 +579,7 @@ class MatchStore:
         chunks: Any = await self.redis.lrange(keys.archive(match_id), 0, -1)
         first = first_plain(chunks[0]) if chunks else b""
         for chunk in reversed(chunks):
-            decoded = [StoredCommit.decode(item) for item in unpack_chunk(chunk, first)]
+            decoded = [StoredCommit.decode(item, self.packing) for item in unpack_chunk(chunk, first)]
             older[:0] = decoded
             if _first(decoded[0]) <= after:
                 reached = True
