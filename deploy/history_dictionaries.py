@@ -3,10 +3,11 @@
 
     python -m deploy.history_dictionaries [game ...]
 
-For each game (all by default) that has none yet: plays a seeded match of random legal
-moves through the real service code on a throwaway Redis and keeps its first commits as
-they are stored. A game that already has one keeps it: chunks compressed with a dictionary
-need that very dictionary to be read, for as long as they are kept.
+For each game (all by default) that has none yet: plays seeded matches of random legal
+moves through the real service code on a throwaway Redis and keeps their commits as they
+are stored, up to what deflate can look back over (32 KB). A game that already has one
+keeps it: chunks compressed with a dictionary need that very dictionary to be read, for as
+long as they are kept.
 """
 
 from __future__ import annotations
@@ -28,13 +29,18 @@ from services.runtime.redis_client import connect
 from services.runtime.settings import ServiceSettings
 from services.runtime.store import MatchStore
 
-# Commits kept: about two chunks' worth (a chunk is 16), a few KB; zlib looks back 32 KB.
-COMMITS = 32
+# Commits kept: as many as deflate can look back over (its 32 KB window, less the 262 bytes
+# it keeps for lookahead), up to 512. A match's archive is about a sixth smaller with 512
+# than with 32 (Happy Mochi, ~700 commits a match): its chunks find more of their cards,
+# moves and event shapes in the sample.
+COMMITS = 512
+MAX_BYTES = 32 * 1024 - 262
 SEED = 20261202
 
 
-async def sample_commits(game: str, redis_url: str) -> bytes:
-    """The first COMMITS commits of a seeded match of ``game``, packed as stored."""
+async def sample_commits(game: str, redis_url: str) -> list[bytes]:
+    """The commits of seeded matches of ``game`` (as many as it takes, each from its start),
+    packed as stored: the first COMMITS of them, or as many as fit in MAX_BYTES together."""
     rules = rules_module(game)
     settings = ServiceSettings(
         game=game,
@@ -51,30 +57,46 @@ async def sample_commits(game: str, redis_url: str) -> bytes:
     client = connect(redis_url)
     try:
         service = MatchService(rules, MatchStore(client, game), settings)
-        players = rules.GAME.min_players
-        facts = await service.create_match(players, SEED, {})
-        tokens = {}
-        for n in range(players):
-            joined = await service.join_match(facts.match_id, f"p{n}")
-            tokens[joined.seat] = joined.token
-        rng = random.Random(SEED)
-        for _ in range(COMMITS + 8):
-            record = await service.store.load(facts.match_id)
-            assert record is not None
-            if record.status == FINISHED:
+        commits: list[bytes] = []
+        seed = SEED
+        while len(commits) < COMMITS and sum(map(len, commits)) < MAX_BYTES:
+            commits += await _played(service, client, seed, COMMITS - len(commits))
+            seed += 1
+        kept: list[bytes] = []
+        for commit in commits[:COMMITS]:
+            if sum(map(len, kept)) + len(commit) > MAX_BYTES:
                 break
-            state = service.decode_state(record.state)
-            seat = rng.choice(list(state.active_seats()))
-            move = rng.choice(state.legal_moves(seat))
-            await service.submit_move(facts.match_id, tokens[seat], move, None, f"sample-{record.version}")
-        # Replies are bytes (no decode_responses), which redis-py's stubs do not know.
-        chunks: Any = await client.lrange(keys.archive(facts.match_id), 0, -1)
-        first = first_plain(chunks[0]) if chunks else b""
-        items = [item for chunk in chunks for item in unpack_chunk(chunk, first)]
-        tail: Any = await client.lrange(keys.tail(facts.match_id), 0, -1)
-        return b"".join([*(msgspec.msgpack.encode(item) for item in items), *tail][:COMMITS])
+            kept.append(commit)
+        return kept
     finally:
         await client.aclose()
+
+
+async def _played(service: MatchService, client: Any, seed: int, commits: int) -> list[bytes]:
+    """The stored commits (about ``commits`` of them, fewer if it ends first) of a match of
+    random legal moves from ``seed``."""
+    players = service.rules.GAME.min_players
+    facts = await service.create_match(players, seed, {})
+    tokens = {}
+    for n in range(players):
+        joined = await service.join_match(facts.match_id, f"p{n}")
+        tokens[joined.seat] = joined.token
+    rng = random.Random(seed)
+    for _ in range(commits):
+        record = await service.store.load(facts.match_id)
+        assert record is not None
+        if record.status == FINISHED:
+            break
+        state = service.decode_state(record.state)
+        seat = rng.choice(list(state.active_seats()))
+        move = rng.choice(state.legal_moves(seat))
+        await service.submit_move(facts.match_id, tokens[seat], move, None, f"sample-{record.version}")
+    # Replies are bytes (no decode_responses), which redis-py's stubs do not know.
+    chunks: Any = await client.lrange(keys.archive(facts.match_id), 0, -1)
+    first = first_plain(chunks[0]) if chunks else b""
+    items = [item for chunk in chunks for item in unpack_chunk(chunk, first)]
+    tail: Any = await client.lrange(keys.tail(facts.match_id), 0, -1)
+    return [*(msgspec.msgpack.encode(item) for item in items), *tail]
 
 
 async def write_missing(games: list[str]) -> None:
@@ -84,7 +106,7 @@ async def write_missing(games: list[str]) -> None:
             if path.exists():
                 print(f"{game}: kept {path} ({path.stat().st_size} bytes)")
                 continue
-            path.write_bytes(await sample_commits(game, redis_url))
+            path.write_bytes(b"".join(await sample_commits(game, redis_url)))
             print(f"{game}: wrote {path} ({path.stat().st_size} bytes)")
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from deploy.history_dictionaries import COMMITS, sample_commits
+from deploy.history_dictionaries import COMMITS, MAX_BYTES, sample_commits
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime import keys
 from services.runtime.errors import Aborted, FailedPrecondition
@@ -24,7 +24,6 @@ from services.runtime.history_chunks import (
     DICTIONARY_FILE,
     EARLIER_DICTIONARY_FILES,
     UnknownDictionary,
-    array_header,
     first_plain,
     game_dictionary,
     is_merged,
@@ -375,14 +374,17 @@ async def test_a_match_keeps_the_request_records_of_its_last_moves_only(redis_ur
         assert await store.history(match_id) == history, "no retry applied anything"
 
 
-async def test_the_dictionary_tool_samples_a_match_first_commits_as_stored(redis_url: str) -> None:
-    """``python -m deploy.history_dictionaries`` (for a game without a dictionary yet)."""
+async def test_the_dictionary_tool_samples_whole_matches_as_stored(redis_url: str) -> None:
+    """``python -m deploy.history_dictionaries`` (for a game without a dictionary yet): Mori's
+    matches are short, so its sample is the commits of several, each from its start."""
     sample = await sample_commits("mori", redis_url)
-    commits = [
-        StoredCommit.decode(item, packing_for("mori"))
-        for item in msgspec.msgpack.decode(array_header(COMMITS) + sample)
-    ]
-    versions = [c.version for c in commits]
-    # Version 0 is the creation and the joins, a commit each; then a move a commit.
-    assert len(commits) == COMMITS and versions[0] == 0 and versions == sorted(versions)
-    assert versions[-1] > COMMITS // 2 and all(c.events for c in commits)
+    commits = [StoredCommit.decode(msgspec.msgpack.decode(item), packing_for("mori")) for item in sample]
+    assert len(commits) <= COMMITS and sum(map(len, sample)) <= MAX_BYTES
+    assert sum(map(len, sample)) > MAX_BYTES - 2000 or len(commits) == COMMITS, "the sample stopped short"
+    starts = [n for n, c in enumerate(commits) if c.version == 0 and c.first_seq == 1]
+    assert starts[0] == 0 and len(starts) > 1, "one match only"
+    for start, end in zip(starts, [*starts[1:], len(commits)], strict=True):
+        versions = [c.version for c in commits[start:end]]
+        # Version 0 is the creation and the joins, a commit each; then a move a commit.
+        assert versions == sorted(versions) and versions[-1] > 0
+    assert all(c.events for c in commits)
