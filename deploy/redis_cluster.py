@@ -20,7 +20,7 @@ from typing import Any
 
 import redis
 
-from deploy.redis_server import free_port, redis_executable, wait_for_port
+from deploy.redis_server import free_port, redis_executable, tuning_args, wait_for_port
 
 SLOTS = 16384
 BUS_OFFSET = 10000
@@ -126,6 +126,7 @@ def _try_node(workdir: Path, node_timeout_ms: int, port: int) -> Node | None:
             # kills masters on purpose.
             *("--cluster-replica-validity-factor", "0"),
             *("--save", "", "--appendonly", "no"),
+            *tuning_args(),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,

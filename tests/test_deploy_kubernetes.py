@@ -12,6 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from deploy.redis_server import TUNING
 from services.catalog import GAME_PACKAGES, rules_module
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -154,6 +155,7 @@ def test_redis_is_durable_bounded_and_password_protected(manifests):
     config = next(iter(of_kind(manifests, "ConfigMap").values()))["data"]["redis.conf"].splitlines()
     assert {"appendonly yes", "appendfsync everysec", "maxmemory-policy noeviction"} <= set(config)
     assert any(line.startswith("maxmemory ") for line in config)
+    assert {f"{name} {value}" for name, value in TUNING.items()} <= set(config), "as make run's Redis"
     for deployment in of_kind(manifests, "Deployment").values():
         settings = env(containers(deployment)[0])
         assert settings["MOGAMES_REDIS_URL"] == "redis://redis:6379/0"

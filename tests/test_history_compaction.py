@@ -340,6 +340,16 @@ def test_a_chunk_naming_an_unknown_dictionary_is_refused_by_name() -> None:
         unpack_chunk(chunk, b"")
 
 
+async def test_a_match_hash_stays_one_listpack(redis_url: str, redis_client) -> None:
+    """With the Redis settings the project runs (deploy/redis_server.py TUNING) a match's
+    rev and document are one listpack, not a hash table: ~230 bytes less a match."""
+    async with replicas("happy_mochi", redis_url, count=1) as services:
+        match_id, tokens = await start(services[0], 2, 18)
+        await play(services, match_id, tokens, 18, moves=40)
+        encoding = await redis_client.object("encoding", keys.match(match_id))
+        assert encoding in (b"listpack", b"ziplist"), encoding
+
+
 async def test_a_request_digest_counts_only_at_a_record_start(redis_url: str, redis_client) -> None:
     """Records are 8-byte digests and 4-byte versions back to back: a digest's bytes that
     straddle two records are not a hit."""
