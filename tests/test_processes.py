@@ -22,7 +22,7 @@ from clients.bot import play_match
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
 from tests.conftest import TOKEN_SECRET
-from tests.helpers import wait_serving
+from tests.helpers import start_match, wait_serving
 
 
 def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[str]:
@@ -246,3 +246,40 @@ async def test_gateway_health_follows_its_backends(cluster):
     )
     await up.close()
     await down.close()
+
+
+async def test_a_service_stopped_under_open_watches_leaves_nothing_pending(redis_url, tmp_path):
+    """SIGTERM while matches are watched and played: the streams end, the process exits 0,
+    and its log has no task destroyed pending nor a failed unsubscribe (both were seen once
+    at the end of a `make bench`; tests/test_watch.py checks the hub's part of it)."""
+    port = free_port()
+    log = tmp_path / "service.log"
+    service = spawn_service(
+        "happy_mochi", f"127.0.0.1:{port}", redis_url, log, {"MOGAMES_ALLOW_CLIENT_SEED": "true"}
+    )
+    try:
+        wait_for_port(port, 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            client = GameClient(channel, "happy_mochi")
+            calls = []
+            for seed in (3, 4, 5):
+                started = await start_match(client, 2, seed=seed)
+                for token in started.tokens.values():
+                    # One seat watches, the other plays: both streams hold a subscription.
+                    if calls and len(calls) % 2:
+                        call = await client.play(started.match_id, token)
+                    else:
+                        call = client.watch(started.match_id, token)
+                    await anext(aiter(call))  # subscribed: its first event came
+                    calls.append(call)
+            service.send_signal(signal.SIGTERM)
+            assert service.wait(timeout=30) == 0, log.read_text()
+            for call in calls:
+                call.cancel()
+    finally:
+        if service.poll() is None:
+            service.kill()
+    output = log.read_text()
+    assert "Task was destroyed but it is pending" not in output, output
+    assert "watch_subscription_failed" not in output, output
+    assert any(json.loads(line)["event"] == "stopped" for line in output.splitlines() if line.startswith("{"))

@@ -353,3 +353,25 @@ async def test_a_watch_whose_notification_connection_is_lost_misses_no_move(redi
         await wait_until(lambda: seen[-1].version == version)
         _each_event_once_in_order(seen, version)
         detach()
+
+
+async def test_a_closed_hub_ends_its_subscriptions_and_starts_none_after(redis_url, redis_client):
+    """A replica shutting down closes its hub: the subscription task and its connection end
+    (nothing left pending when the loop closes), and a stream detaching later (a generator
+    the loop finalises on its way out) starts no new one."""
+    async with _two_replicas(redis_url, MatchStore) as (here, _):
+        facts = await here.create_match(2, 7, {"first_player": 0})
+        channel = keys.notify(facts.match_id)
+        seen: list[Any] = []
+        detach = here.hub.attach(facts.match_id, None, (0, 0), seen.append)
+
+        for _ in range(100):
+            if (await redis_client.pubsub_numsub(channel))[0][1] == 1:
+                break
+            await asyncio.sleep(0.05)
+        assert (await redis_client.pubsub_numsub(channel))[0][1] == 1 and here.hub._tasks
+        await here.hub.close()
+        assert not here.hub._tasks
+        assert (await redis_client.pubsub_numsub(channel))[0][1] == 0
+        detach()
+        assert not here.hub._tasks and here.hub._pubsub is None, "a task started after close"

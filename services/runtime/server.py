@@ -40,8 +40,9 @@ class GameService:
     scheduler: Scheduler
 
     async def close(self) -> None:
-        """After the server stopped: the scheduler, then the Redis client."""
+        """After the server stopped: the scheduler, the watch hub, then the Redis client."""
         await self.scheduler.stop()
+        await self.scheduler.service.hub.close()
         await self.client.aclose()
 
     async def stop(self, grace_s: float | None = None) -> None:

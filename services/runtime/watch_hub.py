@@ -30,6 +30,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from services.runtime import keys, redis_client
 from services.runtime.store import KnownRecord, MatchRecord, MatchStore, StoredEvent
+from services.runtime.tasks import cancel_until_done
 
 log = structlog.get_logger("watch_hub")
 
@@ -94,6 +95,7 @@ class WatchHub:
         self._commands: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self._pubsub: Any = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     def watched_matches(self) -> int:
         """Matches with at least one watcher here (= channels subscribed)."""
@@ -157,6 +159,15 @@ class WatchHub:
 
         return detach
 
+    async def close(self) -> None:
+        """Stop every subscription and read (a replica shutting down, its server stopped), so
+        that none is left pending when the event loop closes. A stream's generator that the
+        loop finalises only on its way out still detaches: its unsubscribe is then dropped
+        (the connection goes with the process) instead of starting a task that would be
+        destroyed pending."""
+        self._closed = True
+        await cancel_until_done(list(self._tasks))
+
     # -- subscriptions ---------------------------------------------------------------
 
     def _spawn(self, coroutine: Any, name: str) -> asyncio.Task[None]:
@@ -166,6 +177,8 @@ class WatchHub:
         return task
 
     def _send(self, verb: str, match_id: str) -> None:
+        if self._closed:
+            return
         if self._pubsub is None:
             # Its own connection, without the socket timeout of the store's (and on a
             # cluster, any node: PUBLISH reaches every node).
