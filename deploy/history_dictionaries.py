@@ -23,7 +23,7 @@ import msgspec
 from deploy.redis_server import running_redis
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime import keys, logs
-from services.runtime.history_chunks import dictionary_path, first_plain, unpack_chunk
+from services.runtime.history_chunks import dictionary_path, first_plain, plain_chunk, unpack_chunk
 from services.runtime.matches import FINISHED, MatchService
 from services.runtime.redis_client import connect
 from services.runtime.settings import ServiceSettings
@@ -38,9 +38,9 @@ MAX_BYTES = 32 * 1024 - 262
 SEED = 20261202
 
 
-async def sample_commits(game: str, redis_url: str) -> list[bytes]:
-    """The commits of seeded matches of ``game`` (as many as it takes, each from its start),
-    packed as stored: the first COMMITS of them, or as many as fit in MAX_BYTES together."""
+async def sample_commits(game: str, redis_url: str) -> list[list[list[Any]]]:
+    """The commits of seeded matches of ``game`` (decoded, as many matches as it takes for
+    COMMITS commits, each from its start)."""
     rules = rules_module(game)
     settings = ServiceSettings(
         game=game,
@@ -57,22 +57,17 @@ async def sample_commits(game: str, redis_url: str) -> list[bytes]:
     client = connect(redis_url)
     try:
         service = MatchService(rules, MatchStore(client, game), settings)
-        commits: list[bytes] = []
+        matches: list[list[list[Any]]] = []
         seed = SEED
-        while len(commits) < COMMITS and sum(map(len, commits)) < MAX_BYTES:
-            commits += await _played(service, client, seed, COMMITS - len(commits))
+        while sum(map(len, matches)) < COMMITS:
+            matches.append(await _played(service, client, seed, COMMITS - sum(map(len, matches))))
             seed += 1
-        kept: list[bytes] = []
-        for commit in commits[:COMMITS]:
-            if sum(map(len, kept)) + len(commit) > MAX_BYTES:
-                break
-            kept.append(commit)
-        return kept
+        return matches
     finally:
         await client.aclose()
 
 
-async def _played(service: MatchService, client: Any, seed: int, commits: int) -> list[bytes]:
+async def _played(service: MatchService, client: Any, seed: int, commits: int) -> list[list[Any]]:
     """The stored commits (about ``commits`` of them, fewer if it ends first) of a match of
     random legal moves from ``seed``."""
     players = service.rules.GAME.min_players
@@ -96,7 +91,23 @@ async def _played(service: MatchService, client: Any, seed: int, commits: int) -
     first = first_plain(chunks[0]) if chunks else b""
     items = [item for chunk in chunks for item in unpack_chunk(chunk, first)]
     tail: Any = await client.lrange(keys.tail(facts.match_id), 0, -1)
-    return [*(msgspec.msgpack.encode(item) for item in items), *tail]
+    return [*items, *(msgspec.msgpack.decode(element) for element in tail)]
+
+
+def dictionary(matches: list[list[list[Any]]]) -> bytes:
+    """The sampled ``matches``' commits as chunks hold them (``plain_chunk``), a chunk per
+    match, up to COMMITS commits and MAX_BYTES in all."""
+    out = b""
+    kept = 0
+    for commits in matches:
+        commits = commits[: COMMITS - kept]
+        while commits and len(out) + len(plain_chunk(commits)) > MAX_BYTES:
+            commits = commits[: len(commits) * 9 // 10]
+        if not commits:
+            break
+        out += plain_chunk(commits)
+        kept += len(commits)
+    return out
 
 
 async def write_missing(games: list[str]) -> None:
@@ -106,7 +117,7 @@ async def write_missing(games: list[str]) -> None:
             if path.exists():
                 print(f"{game}: kept {path} ({path.stat().st_size} bytes)")
                 continue
-            path.write_bytes(b"".join(await sample_commits(game, redis_url)))
+            path.write_bytes(dictionary(await sample_commits(game, redis_url)))
             print(f"{game}: wrote {path} ({path.stat().st_size} bytes)")
 
 

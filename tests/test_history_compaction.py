@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from deploy.history_dictionaries import COMMITS, MAX_BYTES, sample_commits
+from deploy.history_dictionaries import COMMITS, MAX_BYTES, dictionary, sample_commits
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime import keys
 from services.runtime.errors import Aborted, FailedPrecondition
@@ -27,7 +27,9 @@ from services.runtime.history_chunks import (
     first_plain,
     game_dictionary,
     is_merged,
+    merge_chunks,
     pack_chunk,
+    plain_chunk,
     unpack_chunk,
 )
 from services.runtime.matches import FINISHED, MatchService, MoveResult
@@ -334,6 +336,23 @@ def test_chunks_made_with_an_earlier_dictionary_still_read(game: str) -> None:
     assert unpack_chunk(first, b"") == commits and unpack_chunk(later, plain) == [[6, 1, [], None]]
 
 
+def test_a_chunk_writes_each_version_as_its_rise_and_reads_it_back_whole() -> None:
+    """Versions after a chunk's first are stored as -(1 + rise), and merged chunks (each
+    starting absolute) and chunks of before (all absolute) read back the same."""
+    versions = [7, 7, 8, 9, 9, 12, 13]
+    elements = [msgspec.msgpack.encode([v, 1, [[None, b"\x01"]], None]) for v in versions]
+    decoded = [msgspec.msgpack.decode(e) for e in elements]
+    assert [c[0] for c in msgspec.msgpack.decode(plain_chunk(decoded))] == [7, -1, -2, -2, -1, -4, -2]
+    first = pack_chunk(elements[:2], None, "happy_mochi")
+    later = pack_chunk(elements[2:5], first, "happy_mochi")
+    plain = first_plain(first)
+    assert [c[0] for c in unpack_chunk(later, plain)] == versions[2:5]
+    merged = merge_chunks([later], elements[5:], first, "happy_mochi")
+    assert [c[0] for c in unpack_chunk(merged, plain)] == versions[2:]
+    before = _deflate(msgspec.msgpack.encode([msgspec.msgpack.decode(e) for e in elements]))
+    assert [c[0] for c in unpack_chunk(before, b"")] == versions
+
+
 def test_a_chunk_naming_an_unknown_dictionary_is_refused_by_name() -> None:
     chunk = _deflate(msgspec.msgpack.encode([[1, 1, [], None]]), b"a dictionary nobody ships")
     with pytest.raises(UnknownDictionary, match="dictionary this server lacks"):
@@ -386,15 +405,17 @@ async def test_a_match_keeps_the_request_records_of_its_last_moves_only(redis_ur
 
 async def test_the_dictionary_tool_samples_whole_matches_as_stored(redis_url: str) -> None:
     """``python -m deploy.history_dictionaries`` (for a game without a dictionary yet): Mori's
-    matches are short, so its sample is the commits of several, each from its start."""
-    sample = await sample_commits("mori", redis_url)
-    commits = [StoredCommit.decode(msgspec.msgpack.decode(item), packing_for("mori")) for item in sample]
-    assert len(commits) <= COMMITS and sum(map(len, sample)) <= MAX_BYTES
-    assert sum(map(len, sample)) > MAX_BYTES - 2000 or len(commits) == COMMITS, "the sample stopped short"
-    starts = [n for n, c in enumerate(commits) if c.version == 0 and c.first_seq == 1]
-    assert starts[0] == 0 and len(starts) > 1, "one match only"
-    for start, end in zip(starts, [*starts[1:], len(commits)], strict=True):
-        versions = [c.version for c in commits[start:end]]
+    matches are short, so its sample is the commits of several, each from its start, and
+    its dictionary holds them as chunks do, within what deflate looks back over."""
+    matches = await sample_commits("mori", redis_url)
+    assert len(matches) > 1 and sum(map(len, matches)) >= COMMITS, "one match only"
+    packing = packing_for("mori")
+    for match in matches:
+        commits = [StoredCommit.decode(list(commit), packing) for commit in match]
         # Version 0 is the creation and the joins, a commit each; then a move a commit.
-        assert versions == sorted(versions) and versions[-1] > 0
-    assert all(c.events for c in commits)
+        assert (commits[0].version, commits[0].first_seq) == (0, 1)
+        versions = [c.version for c in commits]
+        assert versions == sorted(versions) and versions[-1] > 0 and all(c.events for c in commits)
+    written = dictionary(matches)
+    assert MAX_BYTES - 2000 < len(written) <= MAX_BYTES
+    assert written.startswith(plain_chunk(matches[0]))
