@@ -263,7 +263,7 @@ async def test_a_long_match_merges_its_chunks_and_replays_exactly(redis_url: str
         )
         chunks, plains = await _archived(redis_client, "morisi", match_id)
         merged = [is_merged(chunk) for chunk in chunks]
-        commits = [msgspec.msgpack.decode(plain) for plain in plains]
+        commits = [unpack_chunk(chunk, plains[0]) for chunk in chunks]
         assert merged.count(True) == 2, f"merged: {merged}"
         # The first as it was; then the merged ones, then fewer than MERGE unmerged ones.
         assert merged == [False, True, True] + [False] * (len(chunks) - 3)
@@ -282,6 +282,49 @@ async def test_a_long_match_merges_its_chunks_and_replays_exactly(redis_url: str
             events, _ = await store.events_after(match_id, position, with_record=False)
             assert events == [e for e in history if (e.version, e.seq) > position], position
         assert await services[0].store.history(match_id) == history
+
+
+async def test_a_match_stored_by_the_last_layout_plays_on_and_merges(redis_url: str, redis_client) -> None:
+    """A match whose history the previous release wrote (event bodies as MessagePack maps,
+    versions whole, chunks made with ``history.zdict``) reads the same, then goes on under
+    this one: new commits, chunks merged across both layouts, replay and resume exact."""
+    game = "happy_mochi"
+    async with replicas(game, redis_url) as services:
+        store = services[0].store
+        match_id, tokens = await start(services[0], 2, 32)
+        history, _ = await play(services, match_id, tokens, 32, moves=4 * CHUNK + KEEP_RECENT)
+        chunks = await redis_client.lrange(keys.archive(match_id), 0, -1)
+        first = first_plain(chunks[0])
+        archived = [commit for chunk in chunks for commit in unpack_chunk(chunk, first)]
+        tail = [msgspec.msgpack.decode(e) for e in await redis_client.lrange(keys.tail(match_id), 0, -1)]
+
+        def as_before(commit: list[Any]) -> list[Any]:
+            version, seq, events, answer = commit
+            return [version, seq, [[to, store.packing.unpack(body)] for to, body in events], answer]
+
+        archived, tail = [as_before(c) for c in archived], [as_before(c) for c in tail]
+        earlier = (SERVICES / GAME_PACKAGES[game] / EARLIER_DICTIONARY_FILES[0]).read_bytes()
+        first_before = msgspec.msgpack.encode(archived[:CHUNK])
+        rewritten = [_deflate(first_before, earlier)] + [
+            _deflate(msgspec.msgpack.encode(archived[i : i + CHUNK]), earlier + first_before)
+            for i in range(CHUNK, len(archived), CHUNK)
+        ]
+        for service in services:
+            service.store._pending.clear()  # chunks made from the tail as it was
+        await redis_client.delete(keys.archive(match_id), keys.tail(match_id))
+        await redis_client.rpush(keys.archive(match_id), *rewritten)
+        await redis_client.rpush(keys.tail(match_id), *(msgspec.msgpack.encode(c) for c in tail))
+        assert await services[1].store.history(match_id) == history
+
+        history, _ = await play(services, match_id, tokens, 33, moves=(MERGE + 1) * CHUNK)
+        chunks = await redis_client.lrange(keys.archive(match_id), 0, -1)
+        assert chunks[0] == rewritten[0] and any(is_merged(chunk) for chunk in chunks)
+        record = await store.load(match_id)
+        assert record is not None
+        assert_contiguous(history, record.version)
+        for position in [(0, 0), *positions(history)[:: max(1, len(history) // 60)]]:
+            events, _ = await services[1].store.events_after(match_id, position, with_record=False)
+            assert events == [e for e in history if (e.version, e.seq) > position], position
 
 
 @pytest.mark.parametrize("layout", ["each alone", "the first as dictionary"])
