@@ -121,7 +121,7 @@ def test_stored_states_and_events_read_back_as_json_would(game: str) -> None:
             as_json = json.dumps({"to": event.to, "body": event.body})
             # As a history element now (the body as MatchEvent bytes), as one of before (the
             # body as a MessagePack map), and as the per-event stream entries of before that.
-            element = StoredCommit.of([stored], None, packing)
+            element = StoredCommit.of([stored], None, packing.pack)
             (again,) = StoredCommit.decode(msgspec.msgpack.decode(element), packing).events
             assert msgspec.msgpack.decode(element)[2][0][1] == packing.pack(event.body)
             before = msgspec.msgpack.encode([stored.version, stored.seq, [[event.to, event.body]], None])

@@ -34,6 +34,7 @@ from services.runtime.history_chunks import (
 )
 from services.runtime.matches import FINISHED, MatchService, MoveResult
 from services.runtime.redis_client import connect
+from services.runtime.settings import ServiceSettings, SettingsError
 from services.runtime.store import (
     CHUNK,
     DIGEST_BYTES,
@@ -55,12 +56,15 @@ SERVICES = Path(__file__).resolve().parents[1] / "services"
 
 
 @contextlib.asynccontextmanager
-async def replicas(game: str, redis_url: str, count: int = 2) -> AsyncIterator[list[MatchService]]:
-    """``count`` replicas of one game's service on one Redis, each with its own store."""
+async def replicas(
+    game: str, redis_url: str, count: int = 2, layout: str = "v2"
+) -> AsyncIterator[list[MatchService]]:
+    """``count`` replicas of one game's service on one Redis, each with its own store,
+    writing history in ``layout``."""
     clients = [connect(redis_url) for _ in range(count)]
     try:
         settings = service_settings(game, redis_url)
-        yield [MatchService(rules_module(game), MatchStore(c, game), settings) for c in clients]
+        yield [MatchService(rules_module(game), MatchStore(c, game, layout), settings) for c in clients]
     finally:
         for client in clients:
             await client.aclose()
@@ -327,6 +331,37 @@ async def test_a_match_stored_by_the_last_layout_plays_on_and_merges(redis_url: 
             assert events == [e for e in history if (e.version, e.seq) > position], position
 
 
+async def test_replicas_writing_layout_v1_store_what_the_last_release_reads(
+    redis_url: str, redis_client
+) -> None:
+    """During a rolling upgrade from a release before v2, replicas run with
+    MOGAMES_HISTORY_LAYOUT=v1: what they store, merged chunks included, is what that release
+    read (bodies as maps, versions whole, chunks made with ``history.zdict``), read here as
+    it read them; replicas writing v2 then play on."""
+    game = "happy_mochi"
+    async with replicas(game, redis_url, layout="v1") as during:
+        match_id, tokens = await start(during[0], 2, 34)
+        history, _ = await play(during, match_id, tokens, 34, moves=(MERGE + 2) * CHUNK)
+    chunks = await redis_client.lrange(keys.archive(match_id), 0, -1)
+    tail = await redis_client.lrange(keys.tail(match_id), 0, -1)
+    assert any(is_merged(chunk) for chunk in chunks)
+    earlier = (SERVICES / GAME_PACKAGES[game] / EARLIER_DICTIONARY_FILES[0]).read_bytes()
+    first = _inflate(chunks[0], earlier)
+    plains = [first, *(_inflate(chunk, earlier + first) for chunk in chunks[1:])]
+    commits = [c for plain in plains for c in msgspec.msgpack.decode(plain)]
+    commits += [msgspec.msgpack.decode(element) for element in tail]
+    versions = [c[0] for c in commits]
+    assert versions == sorted(versions) and versions[0] == 0
+    assert all(isinstance(body, dict) for c in commits for _, body in c[2])
+    read = [e for c in commits for e in StoredCommit.decode(c, packing_for(game)).events]
+    assert read == history
+    async with replicas(game, redis_url) as after:
+        history, _ = await play(after, match_id, tokens, 35, moves=2 * CHUNK)
+        record = await after[0].store.load(match_id)
+        assert record is not None
+        assert_contiguous(history, record.version)
+
+
 @pytest.mark.parametrize("layout", ["each alone", "the first as dictionary"])
 async def test_chunks_of_the_earlier_layouts_still_read(redis_url: str, redis_client, layout: str) -> None:
     """Archives written before the shipped dictionaries read the same: every chunk
@@ -462,3 +497,13 @@ async def test_the_dictionary_tool_samples_whole_matches_as_stored(redis_url: st
     written = dictionary(matches)
     assert MAX_BYTES - 2000 < len(written) <= MAX_BYTES
     assert written.startswith(plain_chunk(matches[0]))
+
+
+def test_the_history_layout_setting_takes_v1_or_v2_and_stops_on_anything_else(monkeypatch) -> None:
+    monkeypatch.setenv("MOGAMES_TOKEN_SECRET", "x" * 16)
+    assert ServiceSettings.from_env("mori").history_layout == "v2"
+    monkeypatch.setenv("MOGAMES_HISTORY_LAYOUT", "V1")
+    assert ServiceSettings.from_env("mori").history_layout == "v1"
+    monkeypatch.setenv("MOGAMES_HISTORY_LAYOUT", "v3")
+    with pytest.raises(SettingsError, match="MOGAMES_HISTORY_LAYOUT must be one of v1, v2, got 'v3'"):
+        ServiceSettings.from_env("mori")

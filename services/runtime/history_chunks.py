@@ -35,6 +35,12 @@ from services.catalog import GAME_PACKAGES
 
 DICTIONARY_FILE = "history-events.zdict"
 EARLIER_DICTIONARY_FILES = ("history.zdict",)
+# The layouts a replica writes, oldest first (it reads every one). v1: event bodies as
+# MessagePack maps, versions whole, chunks made with ``history.zdict`` (what releases before
+# v2 read); v2: bodies as MatchEvent bytes (services/runtime/event_packing.py), versions as
+# rises, ``history-events.zdict``.
+LAYOUTS = ("v1", "v2")
+CURRENT = LAYOUTS[-1]
 _SERVICES = Path(__file__).resolve().parents[1]
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
@@ -59,9 +65,13 @@ def dictionary_path(game: str) -> Path:
 
 
 @functools.cache
-def game_dictionary(game: str) -> bytes:
-    """The dictionary ``game`` ships (b"": none)."""
-    path = dictionary_path(game)
+def game_dictionary(game: str, layout: str = CURRENT) -> bytes:
+    """The dictionary ``game`` ships for chunks of ``layout`` (b"": none)."""
+    path = (
+        dictionary_path(game)
+        if layout == CURRENT
+        else dictionary_path(game).with_name(EARLIER_DICTIONARY_FILES[0])
+    )
     return path.read_bytes() if path.is_file() else b""
 
 
@@ -73,13 +83,16 @@ def _shipped() -> dict[int, bytes]:
     return {zlib.adler32(d): d for path in paths if path.is_file() and (d := path.read_bytes())}
 
 
-def plain_chunk(commits: list[list[Any]]) -> bytes:
+def plain_chunk(commits: list[list[Any]], layout: str = CURRENT) -> bytes:
     """A chunk before compression: ``commits`` (tail elements, decoded) in one MessagePack
     array, each version after the first written as its rise over the one before, negated
     less one (a rise of 1, the usual one, is -2: one byte, the same every commit). An
     absolute version is never negative, so chunks made before, all absolute, read the
     same, and joining chunks needs no rewriting. Every commit repeating its version in full
-    broke deflate's matches across commits: a quarter more bytes (README, "Storage")."""
+    broke deflate's matches across commits: a quarter more bytes (README, "Storage"). Layout
+    v1 writes every version whole."""
+    if layout != CURRENT:
+        return _pack(commits)
     coded: list[list[Any]] = []
     previous: int | None = None
     for commit in commits:
@@ -99,11 +112,11 @@ def _absolute(commits: list[list[Any]]) -> list[list[Any]]:
     return commits
 
 
-def pack_chunk(elements: list[bytes], first_chunk: bytes | None, game: str) -> bytes:
-    """The archive element of ``elements`` (packed tail elements) of a ``game`` match whose
-    archive starts with ``first_chunk`` (None: this is its first chunk)."""
-    raw = plain_chunk([_unpack(element) for element in elements])
-    preset = game_dictionary(game)
+def pack_chunk(elements: list[bytes], first_chunk: bytes | None, game: str, layout: str = CURRENT) -> bytes:
+    """The archive element, in ``layout``, of ``elements`` (packed tail elements) of a
+    ``game`` match whose archive starts with ``first_chunk`` (None: this is its first chunk)."""
+    raw = plain_chunk([_unpack(element) for element in elements], layout)
+    preset = game_dictionary(game, layout)
     if first_chunk is not None:
         preset += first_plain(first_chunk)
     if not preset:
@@ -111,7 +124,9 @@ def pack_chunk(elements: list[bytes], first_chunk: bytes | None, game: str) -> b
     return _deflate(raw, preset, zlib.Z_DEFAULT_COMPRESSION)
 
 
-def merge_chunks(chunks: list[bytes], elements: list[bytes], first_chunk: bytes, game: str) -> bytes:
+def merge_chunks(
+    chunks: list[bytes], elements: list[bytes], first_chunk: bytes, game: str, layout: str = CURRENT
+) -> bytes:
     """One archive element holding the commits of ``chunks`` (later chunks of a ``game``
     match whose archive starts with ``first_chunk``, in order) and then ``elements``:
     deflate finds more to reuse in eight chunks' worth than in each alone (README, "Storage")."""
@@ -120,7 +135,7 @@ def merge_chunks(chunks: list[bytes], elements: list[bytes], first_chunk: bytes,
     for chunk in chunks:
         commits += _absolute(_unpack(_inflate(chunk, _preset(chunk, first))))
     commits += [_unpack(element) for element in elements]
-    return _deflate(plain_chunk(commits), game_dictionary(game) + first, MERGED_LEVEL)
+    return _deflate(plain_chunk(commits, layout), game_dictionary(game, layout) + first, MERGED_LEVEL)
 
 
 def is_merged(chunk: bytes) -> bool:

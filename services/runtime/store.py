@@ -36,7 +36,8 @@ from services.engine import EngineState
 from services.runtime import keys, metrics
 from services.runtime.due import wake_lua
 from services.runtime.event_packing import EventPacking, packing_for
-from services.runtime.history_chunks import first_plain, merge_chunks, pack_chunk, unpack_chunk
+from services.runtime.history_chunks import CURRENT as CURRENT_LAYOUT
+from services.runtime.history_chunks import LAYOUTS, first_plain, merge_chunks, pack_chunk, unpack_chunk
 from services.runtime.redis_client import IdleClosingPool, RedisClient, text
 
 log = structlog.get_logger("store")
@@ -74,6 +75,11 @@ def _decode(raw: str | bytes) -> Any:
     if isinstance(raw, str) or raw[:1] == b"{":
         return json.loads(raw)
     return _unpack(raw)
+
+
+def _as_map(body: dict[str, Any]) -> dict[str, Any]:
+    """An event body as history layout v1 stores it: itself, a MessagePack map."""
+    return body
 
 
 def request_digest(seat: int, request_id: str) -> bytes:
@@ -312,8 +318,11 @@ class StoredCommit:
     answer: RecordedAnswer | None
 
     @classmethod
-    def of(cls, events: list[StoredEvent], answer: RecordedAnswer | None, packing: EventPacking) -> bytes:
-        pack = packing.pack
+    def of(
+        cls, events: list[StoredEvent], answer: RecordedAnswer | None, pack: Callable[[dict[str, Any]], Any]
+    ) -> bytes:
+        """The tail element of ``events``, each body as ``pack`` makes it (EventPacking.pack;
+        history layout v1: the body itself)."""
         body = [[e.to, pack(e.body)] for e in events]
         extra = None if answer is None else [answer.active_seats, answer.status]
         return _pack([events[0].version, events[0].seq, body, extra])
@@ -352,11 +361,19 @@ class CommitResult:
 
 
 class MatchStore:
-    """The matches of one game (``game``: its short name, which says how its events are stored)."""
+    """The matches of one game (``game``: its short name, which says how its events are
+    stored), whose new history it writes in ``layout`` (history_chunks.LAYOUTS; it reads
+    every one)."""
 
-    def __init__(self, client: RedisClient, game: str) -> None:
+    def __init__(self, client: RedisClient, game: str, layout: str = CURRENT_LAYOUT) -> None:
+        if layout not in LAYOUTS:
+            raise ValueError(f"history layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
         self.redis = client
         self.packing = packing_for(game)
+        self.layout = layout
+        self._pack_body: Callable[[dict[str, Any]], Any] = (
+            self.packing.pack if layout == CURRENT_LAYOUT else _as_map
+        )
         self._commit = client.register_script(_COMMIT)
         self._load_for_request = client.register_script(_LOAD_FOR_REQUEST)
         # One Redis: the feed entry goes in the commit script (one round trip). A cluster
@@ -449,7 +466,7 @@ class MatchStore:
             ttl_s,
             request,
             record.version,
-            StoredCommit.of(events, answer, self.packing) if events else "",
+            StoredCommit.of(events, answer, self._pack_body) if events else "",
             events[-1].stream_id if events else "",
             feed.maxlen if feed is not None else 0,
             _json(feed_fields) if in_commit else b"",
@@ -504,10 +521,10 @@ class MatchStore:
         handed out to merge, if any); the next commit takes them in (only if the tail still
         starts with them, so the archive is still as it was)."""
         if to_merge and first_chunk is not None:
-            chunk = merge_chunks(to_merge, elements, first_chunk, game)
+            chunk = merge_chunks(to_merge, elements, first_chunk, game, self.layout)
             self._pending[match_id] = (elements[0], chunk, len(to_merge))
         else:
-            self._pending[match_id] = (elements[0], pack_chunk(elements, first_chunk, game), 0)
+            self._pending[match_id] = (elements[0], pack_chunk(elements, first_chunk, game, self.layout), 0)
         self._pending.move_to_end(match_id)
         while len(self._pending) > MAX_PENDING_CHUNKS:
             self._pending.popitem(last=False)
