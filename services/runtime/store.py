@@ -310,7 +310,8 @@ class StoredCommit:
     """One commit's events (all of one version, numbered from ``first_seq``), as stored:
     ``[version, first_seq, [[to, body], ...], answer]`` (answer: ``[active_seats, status]``
     of a SubmitMove with a request id, else nil). A body is its game's MatchEvent bytes
-    (services/runtime/event_packing.py); commits stored before those hold it as a map."""
+    (services/runtime/event_packing.py), or a map: in commits stored before those, and by
+    a replica writing history layout v1."""
 
     version: int
     first_seq: int
