@@ -11,7 +11,8 @@ the Python gateway alone, each way of playing: committed moves/s, move p50/p99 (
 answered), errors, Redis bytes per live match, and server CPU ms per committed move (user +
 system time of every server process, Redis and nginx included, from /proc, over the
 measured window) next to the echo's server CPU per call and their ratio; then the same for
-every other game through one routing layer by PlayMatch (``--others-duration`` each).
+every other game through one routing layer by PlayMatch (``--others-duration`` each); and
+last, issue 15's targets, each met or missed by this run (clients/bench_targets.py).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import grpc
 import redis.asyncio as aioredis
 
 from clients import markdown
+from clients.bench_targets import target_rows
 from clients.bot import parse_options, play_match
 from clients.echo import EVENT, FULL, METHOD, RELAY_METHOD
 from clients.game_client import GameClient
@@ -480,6 +482,10 @@ def print_table(
         [r.game, r.front, *(f"{r.cpu_ms_by_role.get(role, 0.0):.2f}" for role in roles)] for r in results
     ]
     print(markdown.table(["game", "through", *roles], shares, text_columns=2))
+    print()
+    print("issue 15's targets in this run:")
+    targets = target_rows(results, echo.cpu_ms_per_call, args.game)
+    print(markdown.table(["target", "figure", "met"], targets, text_columns=1))
     print()
     print(
         f"echo: {echo.calls_per_s:.0f} calls/s, {echo.cpu_ms_per_call:.3f} ms of server CPU per call"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 
 from clients import bench, bench_cluster, markdown
+from clients import bench_targets as targets
 
 ARGS = argparse.Namespace(
     concurrency=50,
@@ -100,4 +101,62 @@ def test_make_bench_cluster_prints_its_rows_as_a_table(capsys):
     assert lines[header + 1] == "| --- |" + " ---: |" * 11
     assert lines[header + 2] == (
         "| cluster 2m+2r | 165 | 141.0 | 534.0 | 2 | 8.13 | 0.46 | 4.88 | 2.79 | 1.65 | 5% | 1.90 |"
+    )
+
+
+def _row(game: str, front: str, cpu_ms: float, p99_ms: float = 30.0, errors: int = 0, size: float = 6000.0):
+    return bench.Figures(game, front, 50, 1000, 900.0, 10.0, p99_ms, errors, size, cpu_ms, echo_ms=0.0)
+
+
+def test_make_bench_holds_the_run_against_issue_15s_targets():
+    echo_ms = 0.15
+    results = [
+        _row("happy_mochi", "nginx, prompts + SubmitMove", 1.1, p99_ms=80.0),
+        _row("happy_mochi", "nginx, PlayMatch", 0.42),  # 2.8 echo calls: over 1.7
+        _row("happy_mochi", "python gateway, PlayMatch", 0.44, p99_ms=50.0, size=8192.0),  # 2.9: under 3
+        _row("more", "nginx, PlayMatch", 0.85, size=9000.0),  # 2.02x Happy Mochi's 0.42
+        _row("mori", "nginx, PlayMatch", 0.61, errors=2),  # 1.45x
+    ]
+    rows = {
+        target: (figure, met) for target, figure, met in targets.target_rows(results, echo_ms, "happy_mochi")
+    }
+    assert rows == {
+        "happy_mochi through nginx, PlayMatch: ≤ 1.7 echo calls a move": ("2.80", "missed"),
+        "happy_mochi through python gateway, PlayMatch: ≤ 3 echo calls a move": ("2.93", "met"),
+        "happy_mochi through nginx, PlayMatch: p99 < 50 ms": ("30.0 ms", "met"),
+        "happy_mochi through nginx, PlayMatch: Redis ≤ 8 KB per live match": ("5.9 KB", "met"),
+        "happy_mochi through python gateway, PlayMatch: p99 < 50 ms": ("50.0 ms", "missed"),
+        "happy_mochi through python gateway, PlayMatch: Redis ≤ 8 KB per live match": ("8.0 KB", "met"),
+        "more through nginx, PlayMatch: within 2× of happy_mochi": ("2.02×", "missed"),
+        "mori through nginx, PlayMatch: within 2× of happy_mochi": ("1.45×", "met"),
+        "no errors, every row": ("2", "missed"),
+    }
+
+
+def test_a_round_is_held_against_its_own_echo_and_what_was_not_measured_is_not_judged():
+    # The --game row measured next to an echo of 0.2 ms: 0.32 / 0.2 = 1.6 echo calls.
+    row = bench.Figures(
+        "happy_mochi", "nginx, PlayMatch", 50, 1000, 900.0, 10.0, 20.0, 0, 5000.0, 0.32, echo_ms=0.2
+    )
+    rows = targets.target_rows([row], 0.15, "happy_mochi")
+    assert rows[0] == ["happy_mochi through nginx, PlayMatch: ≤ 1.7 echo calls a move", "1.60", "met"]
+    assert not any("python gateway" in target or "within" in target for target, _, _ in rows)
+    unweighed = bench.Figures(
+        "happy_mochi", "nginx, PlayMatch", 50, 1000, 900.0, 10.0, 20.0, 0, float("nan"), 0.3
+    )
+    sizes = [row for row in targets.target_rows([unweighed], 0.15, "happy_mochi") if "Redis" in row[0]]
+    assert sizes == [
+        ["happy_mochi through nginx, PlayMatch: Redis ≤ 8 KB per live match", "-", "not measured"]
+    ]
+
+
+def test_make_bench_prints_the_targets_table(capsys):
+    figures = _row("happy_mochi", "python gateway, PlayMatch", 0.6)
+    bench.print_table([figures], bench.EchoFigures(6500.0, 0.15), bench.EchoFigures(14000.0, 0.06), ARGS)
+    lines = capsys.readouterr().out.splitlines()
+    heading = lines.index("issue 15's targets in this run:")
+    assert lines[heading + 1] == "| target | figure | met |"
+    assert (
+        lines[heading + 3]
+        == "| happy_mochi through python gateway, PlayMatch: ≤ 3 echo calls a move | 4.00 | missed |"
     )

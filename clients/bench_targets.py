@@ -1,0 +1,94 @@
+"""Issue 15's targets, held against one run of ``make bench``: which are met, by which
+figure. Pure (the run's figures in, table rows out), so it is tested on sample figures.
+
+The targets (issue 15, "Benchmark"), for ``--game`` played by ``PlayMatch``:
+server CPU per committed move at most 1.7 echo calls through nginx (the production routing
+layer) and 3 through the Python gateway alone; p99 under 50 ms; Redis at most 8 KB per live
+match; no errors in any row; every other game within 2x of ``--game``'s figure through the
+same routing layer.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Protocol
+
+NGINX_MAX_ECHO_CALLS = 1.7
+PYTHON_GATEWAY_MAX_ECHO_CALLS = 3.0
+P99_MAX_MS = 50.0
+REDIS_MAX_BYTES = 8 * 1024
+OTHER_GAMES_MAX_FACTOR = 2.0
+
+# The front of a row played by PlayMatch, as clients.bench names it.
+NGINX_PLAY = "nginx, PlayMatch"
+PYTHON_PLAY = "python gateway, PlayMatch"
+
+
+class Row(Protocol):
+    """What is read of a row of clients.bench (its Figures)."""
+
+    game: str
+    front: str
+    p99_ms: float
+    errors: int
+    bytes_per_live_match: float
+
+    def ratio(self, echo_ms: float) -> float: ...
+
+
+def _met(ok: bool) -> str:
+    return "met" if ok else "missed"
+
+
+def target_rows(results: Sequence[Row], echo_ms: float, game: str) -> list[list[str]]:
+    """One row per target that this run measured: [target, this run's figure, met or missed]."""
+    rows: list[list[str]] = []
+    mine = {r.front: r for r in results if r.game == game}
+    limits = ((NGINX_PLAY, NGINX_MAX_ECHO_CALLS), (PYTHON_PLAY, PYTHON_GATEWAY_MAX_ECHO_CALLS))
+    for front, limit in limits:
+        row = mine.get(front)
+        if row is not None:
+            ratio = row.ratio(echo_ms)
+            rows.append(
+                [
+                    f"{game} through {front}: ≤ {limit:g} echo calls a move",
+                    f"{ratio:.2f}",
+                    _met(ratio <= limit),
+                ]
+            )
+    for front, row in mine.items():
+        if front.endswith("PlayMatch"):
+            rows.append(
+                [
+                    f"{game} through {front}: p99 < {P99_MAX_MS:g} ms",
+                    f"{row.p99_ms:.1f} ms",
+                    _met(row.p99_ms < P99_MAX_MS),
+                ]
+            )
+            size = row.bytes_per_live_match
+            # No match was still live when the load stopped: nothing to weigh.
+            measured = not math.isnan(size)
+            rows.append(
+                [
+                    f"{game} through {front}: Redis ≤ 8 KB per live match",
+                    f"{size / 1024:.1f} KB" if measured else "-",
+                    _met(size <= REDIS_MAX_BYTES) if measured else "not measured",
+                ]
+            )
+    others = [r for r in results if r.game != game]
+    for other in others:
+        base = mine.get(other.front)
+        if base is None:
+            continue
+        factor = other.ratio(echo_ms) / base.ratio(echo_ms)
+        rows.append(
+            [
+                f"{other.game} through {other.front}: within {OTHER_GAMES_MAX_FACTOR:g}× of {game}",
+                f"{factor:.2f}×",
+                _met(factor <= OTHER_GAMES_MAX_FACTOR),
+            ]
+        )
+    errors = sum(r.errors for r in results)
+    rows.append(["no errors, every row", str(errors), _met(errors == 0)])
+    return rows
