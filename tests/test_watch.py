@@ -18,6 +18,7 @@ from services.runtime import keys
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
+from tests import helpers
 from tests.conftest import service_settings
 from tests.helpers import active_seat_move, events_before, is_history, refusal, start_match
 
@@ -355,6 +356,15 @@ async def test_a_watch_whose_notification_connection_is_lost_misses_no_move(redi
         detach()
 
 
+async def _until_subscribers(redis_client, channel: str, count: int) -> None:
+    """Until Redis counts ``count`` subscribers of ``channel`` (5 s at most)."""
+
+    async def counted() -> bool:
+        return (await redis_client.pubsub_numsub(channel))[0][1] == count
+
+    await helpers.wait_until(counted, f"{count} subscriber(s) of {channel}", timeout_s=5)
+
+
 async def test_a_closed_hub_ends_its_subscriptions_and_starts_none_after(redis_url, redis_client):
     """A replica shutting down closes its hub: the subscription task and its connection end
     (nothing left pending when the loop closes), and a stream detaching later (a generator
@@ -365,19 +375,12 @@ async def test_a_closed_hub_ends_its_subscriptions_and_starts_none_after(redis_u
         seen: list[Any] = []
         detach = here.hub.attach(facts.match_id, None, (0, 0), seen.append)
 
-        for _ in range(100):
-            if (await redis_client.pubsub_numsub(channel))[0][1] == 1:
-                break
-            await asyncio.sleep(0.05)
-        assert (await redis_client.pubsub_numsub(channel))[0][1] == 1 and here.hub._tasks
+        await _until_subscribers(redis_client, channel, 1)
+        assert here.hub._tasks
         await here.hub.close()
         assert not here.hub._tasks
         # The hub closed its connection; Redis drops the subscription once it reads the
         # close, a moment later.
-        for _ in range(100):
-            if (await redis_client.pubsub_numsub(channel))[0][1] == 0:
-                break
-            await asyncio.sleep(0.05)
-        assert (await redis_client.pubsub_numsub(channel))[0][1] == 0
+        await _until_subscribers(redis_client, channel, 0)
         detach()
         assert not here.hub._tasks and here.hub._pubsub is None, "a task started after close"
