@@ -34,7 +34,7 @@ import grpc
 import redis.asyncio as aioredis
 
 from clients import markdown
-from clients.bench_targets import target_rows
+from clients.bench_targets import NGINX, PLAY_MATCH, PYTHON_GATEWAY, row_name, target_rows
 from clients.bot import parse_options, play_match
 from clients.echo import EVENT, FULL, METHOD, RELAY_METHOD
 from clients.game_client import GameClient
@@ -318,7 +318,7 @@ async def live_storage(redis_url: str, match_ids: list[str]) -> tuple[float, flo
 
 
 # How the bench's clients play: a WatchMatch and a SubmitMove per prompt, or one PlayMatch.
-CLIENTS = {False: "prompts + SubmitMove", True: "PlayMatch"}
+CLIENTS = {False: "prompts + SubmitMove", True: PLAY_MATCH}
 
 
 def seats_of(game: str, players: str) -> int | None:
@@ -360,7 +360,7 @@ async def measure(
     bytes_per_live_match, moves_per_live_match = await live_storage(redis_url, load.live)
     return Figures(
         game,
-        f"{front}, {CLIENTS[one_stream]}",
+        row_name(front, CLIENTS[one_stream]),
         len(load.matches),
         load.moves,
         load.moves / elapsed,
@@ -402,8 +402,8 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
     await durable(system.redis_url)
     store_pid = await redis_pid(system.redis_url)
     games = args.all_games
-    fronts = [("nginx", system.gateway)] if system.gateway != system.python_gateway else []
-    fronts.append(("python gateway", system.python_gateway))
+    fronts = [(NGINX, system.gateway)] if system.gateway != system.python_gateway else []
+    fronts.append((PYTHON_GATEWAY, system.python_gateway))
     echoes: list[EchoFigures] = []
     relays: list[EchoFigures] = []
     rounds: dict[tuple[str, bool], list[Figures]] = {}

@@ -20,9 +20,20 @@ P99_MAX_MS = 50.0
 REDIS_MAX_BYTES = 8 * 1024
 OTHER_GAMES_MAX_FACTOR = 2.0
 
-# The front of a row played by PlayMatch, as clients.bench names it.
-NGINX_PLAY = "nginx, PlayMatch"
-PYTHON_PLAY = "python gateway, PlayMatch"
+# The names clients.bench gives its routing layers, its one-stream way of playing and its
+# rows: the targets find their rows by them.
+NGINX = "nginx"
+PYTHON_GATEWAY = "python gateway"
+PLAY_MATCH = "PlayMatch"
+
+
+def row_name(front: str, client: str) -> str:
+    """A row's "through" column: the routing layer and the way the clients played."""
+    return f"{front}, {client}"
+
+
+NGINX_PLAY = row_name(NGINX, PLAY_MATCH)
+PYTHON_PLAY = row_name(PYTHON_GATEWAY, PLAY_MATCH)
 
 
 class Row(Protocol):
@@ -58,7 +69,7 @@ def target_rows(results: Sequence[Row], echo_ms: float, game: str) -> list[list[
                 ]
             )
     for front, row in mine.items():
-        if front.endswith("PlayMatch"):
+        if front in (NGINX_PLAY, PYTHON_PLAY):
             rows.append(
                 [
                     f"{game} through {front}: p99 < {P99_MAX_MS:g} ms",
