@@ -14,6 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from clients.game_client import GameClient
+from services.runtime import keys
 
 
 @dataclass
@@ -99,6 +100,27 @@ async def wait_until(check: Callable[[], Awaitable[bool]], what: str, timeout_s:
     while not await check():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.2)
+
+
+async def subscribers(redis_client: Any, match_id: str) -> int:
+    """How many subscribers (one per replica whose hub watches it) Redis counts on
+    ``match_id``'s notification channel."""
+    count: int = (await redis_client.pubsub_numsub(keys.notify(match_id)))[0][1]
+    return count
+
+
+async def until_subscribers(redis_client: Any, match_id: str, count: int, timeout_s: float) -> None:
+    """Until Redis counts ``count`` subscribers of ``match_id``'s notifications."""
+
+    async def counted() -> bool:
+        return await subscribers(redis_client, match_id) == count
+
+    await wait_until(counted, f"{count} subscriber(s) of {match_id}'s notifications", timeout_s)
+
+
+async def watch_released(redis_client: Any, match_id: str) -> None:
+    """Until no replica is subscribed to ``match_id``'s notifications (10 s at most)."""
+    await until_subscribers(redis_client, match_id, 0, timeout_s=10)
 
 
 async def bounded(step: Awaitable[Any], what: str, timeout_s: float = 60.0) -> Any:

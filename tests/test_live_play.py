@@ -16,13 +16,19 @@ from mogames.common.v1 import common_pb2
 
 from clients.bot import play_match
 from services.catalog import rules_module
-from services.runtime import keys
 from services.runtime.errors import PermissionDenied
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
 from tests.conftest import available_games, running_services, service_settings
-from tests.helpers import active_seat_move, events_before, refusal, start_match, wait_until
+from tests.helpers import (
+    active_seat_move,
+    events_before,
+    refusal,
+    start_match,
+    subscribers,
+    watch_released,
+)
 from tests.test_all_games import default_options
 from tests.test_concurrency import stored_events
 
@@ -210,19 +216,6 @@ stub = pb2_grpc.HappyMochiStub(grpc.insecure_channel(sys.argv[1]))
 for event in stub.WatchMatch(common_pb2.WatchMatchRequest(match_id=sys.argv[3])):
     print(event.WhichOneof("event"), flush=True)
 """
-
-
-async def subscribers(redis_client, match_id: str) -> int:
-    return (await redis_client.pubsub_numsub(keys.notify(match_id)))[0][1]
-
-
-async def watch_released(redis_client, match_id: str) -> None:
-    """Until no replica is subscribed to ``match_id``'s notifications (10 s at most)."""
-
-    async def released() -> bool:
-        return not await subscribers(redis_client, match_id)
-
-    await wait_until(released, f"the watch of {match_id} to be released", timeout_s=10)
 
 
 async def test_a_quiet_play_match_stream_gets_heartbeats_at_its_version(redis_url):

@@ -356,31 +356,21 @@ async def test_a_watch_whose_notification_connection_is_lost_misses_no_move(redi
         detach()
 
 
-async def _until_subscribers(redis_client, channel: str, count: int) -> None:
-    """Until Redis counts ``count`` subscribers of ``channel`` (5 s at most)."""
-
-    async def counted() -> bool:
-        return (await redis_client.pubsub_numsub(channel))[0][1] == count
-
-    await helpers.wait_until(counted, f"{count} subscriber(s) of {channel}", timeout_s=5)
-
-
 async def test_a_closed_hub_ends_its_subscriptions_and_starts_none_after(redis_url, redis_client):
     """A replica shutting down closes its hub: the subscription task and its connection end
     (nothing left pending when the loop closes), and a stream detaching later (a generator
     the loop finalises on its way out) starts no new one."""
     async with _two_replicas(redis_url, MatchStore) as (here, _):
         facts = await here.create_match(2, 7, {"first_player": 0})
-        channel = keys.notify(facts.match_id)
         seen: list[Any] = []
         detach = here.hub.attach(facts.match_id, None, (0, 0), seen.append)
 
-        await _until_subscribers(redis_client, channel, 1)
+        await helpers.until_subscribers(redis_client, facts.match_id, 1, timeout_s=5)
         assert here.hub._tasks
         await here.hub.close()
         assert not here.hub._tasks
         # The hub closed its connection; Redis drops the subscription once it reads the
         # close, a moment later.
-        await _until_subscribers(redis_client, channel, 0)
+        await helpers.until_subscribers(redis_client, facts.match_id, 0, timeout_s=5)
         detach()
         assert not here.hub._tasks and here.hub._pubsub is None, "a task started after close"
