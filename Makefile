@@ -63,24 +63,24 @@ lint: install
 	$(BIN)/buf lint
 
 typecheck: install
-	$(BIN)/mypy services gateway clients deploy
+	$(BIN)/mypy services gateway clients deploy bench
 
 # Happy Mochi through nginx and through the Python gateway, every other game through one,
 # next to a bare gRPC echo, all in one run; Happy Mochi's median of 3 alternating rounds
-# (clients/bench.py; about four minutes).
+# (bench/bench.py; about four minutes).
 bench: install
-	$(BIN)/python -m clients.bench $(BENCH_ARGS)
+	$(BIN)/python -m bench.bench $(BENCH_ARGS)
 
 # The same load on one Redis and on Redis Clusters of 1, 2 and 3 masters: moves/s, latency,
 # CPU per move of Redis, services and gateway.
 .PHONY: bench-cluster
 bench-cluster: install
-	$(BIN)/python -m clients.bench_cluster $(BENCH_ARGS)
+	$(BIN)/python -m bench.bench_cluster $(BENCH_ARGS)
 
 # Rules engines alone, one process: steps/s, state codec time and size, view time per game.
 .PHONY: bench-engines
 bench-engines: install
-	$(BIN)/python -m clients.bench_engines $(BENCH_ENGINES_ARGS)
+	$(BIN)/python -m bench.bench_engines $(BENCH_ENGINES_ARGS)
 
 autoplay: install
 	$(BIN)/python -m clients.autoplay $(AUTOPLAY_ARGS)

@@ -1,5 +1,5 @@
 """Start the whole system as real processes: Redis, game service replicas, the gateway
-(and, with ``nginx_front``, nginx in front of it), for ``make bench`` (clients/bench.py).
+(and, with ``nginx_front``, nginx in front of it), for ``make bench`` (bench/bench.py).
 ``make run`` supervises its own set (deploy/local.py).
 """
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from clients import bench, bench_cluster, markdown
-from clients import bench_targets as targets
+from bench import bench, bench_cluster, markdown
+from bench import bench_targets as targets
 
 ARGS = argparse.Namespace(
     concurrency=50,
@@ -154,7 +154,7 @@ def test_make_bench_prints_the_targets_table(capsys):
     figures = _row("happy_mochi", "python gateway, PlayMatch", 0.6)
     bench.print_table([figures], bench.EchoFigures(6500.0, 0.15), bench.EchoFigures(14000.0, 0.06), ARGS)
     lines = capsys.readouterr().out.splitlines()
-    heading = lines.index("issue 15's targets in this run:")
+    heading = lines.index("the targets in this run:")
     assert lines[heading + 1] == "| target | figure | met |"
     assert (
         lines[heading + 3]

@@ -1,6 +1,6 @@
 """A bare gRPC echo server, the baseline ``make bench`` compares game moves against.
 
-python -m clients.echo 127.0.0.1:50099
+python -m bench.echo 127.0.0.1:50099
 
 ``Echo`` answers a unary call with its request. ``Relay`` is the least a PlayMatch-shaped
 move can cost on grpc.aio: two streams join a room by their first message, and each later

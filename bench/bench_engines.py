@@ -1,6 +1,6 @@
 """Rules-engine speed, pure Python in one process: random play and the state codec per game.
 
-    python -m clients.bench_engines [--games mori,happy_mochi] [--steps 20000] [--players mori=4]
+    python -m bench.bench_engines [--games mori,happy_mochi] [--steps 20000] [--players mori=4]
 
 Per game it prints a Markdown table row (CPU time, ``time.process_time``):
 
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from clients.markdown import table
+from bench.markdown import table
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime.store import StateDecoder, encode_state
 

@@ -1,7 +1,7 @@
-"""Issue 15's targets, held against one run of ``make bench``: which are met, by which
-figure. Pure (the run's figures in, table rows out), so it is tested on sample figures.
+"""The project's performance targets, held against one run of ``make bench``: which are met,
+by which figure. Pure (the run's figures in, table rows out), so it is tested on sample figures.
 
-The targets (issue 15, "Benchmark"), for ``--game`` played by ``PlayMatch``:
+The targets, for ``--game`` played by ``PlayMatch``:
 server CPU per committed move at most 1.7 echo calls through nginx (the production routing
 layer) and 3 through the Python gateway alone; p99 under 50 ms; Redis at most 8 KB per live
 match; no errors in any row; every other game within 2x of ``--game``'s figure through the
@@ -20,7 +20,7 @@ P99_MAX_MS = 50.0
 REDIS_MAX_BYTES = 8 * 1024
 OTHER_GAMES_MAX_FACTOR = 2.0
 
-# The names clients.bench gives its routing layers, its one-stream way of playing and its
+# The names bench.bench gives its routing layers, its one-stream way of playing and its
 # rows: the targets find their rows by them.
 NGINX = "nginx"
 PYTHON_GATEWAY = "python gateway"
@@ -37,7 +37,7 @@ PYTHON_PLAY = row_name(PYTHON_GATEWAY, PLAY_MATCH)
 
 
 class Row(Protocol):
-    """What is read of a row of clients.bench (its Figures)."""
+    """What is read of a row of bench.bench (its Figures)."""
 
     game: str
     front: str

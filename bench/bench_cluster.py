@@ -3,7 +3,7 @@
 move (from /proc) of every server process, split into the Redis nodes, the game service
 replicas and the gateway, with the load client's own CPU beside it (it shares the machine).
 
-    python -m clients.bench_cluster [--masters 1,2,3] [--concurrency 32] [--duration 20]
+    python -m bench.bench_cluster [--masters 1,2,3] [--concurrency 32] [--duration 20]
 
 Every setup is started from scratch: its Redis (or cluster, from the project's
 redis-server, ``--cluster-replicas`` replicas per master), ``--replicas`` service
@@ -26,8 +26,8 @@ from typing import IO
 
 import redis
 
-from clients import markdown
-from clients.bench import cpu_seconds, game_load, percentile
+from bench import markdown
+from bench.bench import cpu_seconds, game_load, percentile
 from deploy.launcher import System, running_system
 from deploy.redis_cluster import running_redis_cluster
 from deploy.redis_server import free_port

@@ -1,4 +1,4 @@
-"""The benches' result tables, printed as Markdown so a run pastes into the README as is."""
+"""The benches' result tables, printed as Markdown so a run pastes into docs/benchmarks.md as is."""
 
 from __future__ import annotations
 

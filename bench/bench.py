@@ -1,7 +1,7 @@
 """Load test: concurrent bot matches against the whole system on a real Redis (append-only
 file on), through both routing layers, next to a bare gRPC echo measured in the same run.
 
-    python -m clients.bench [--game happy_mochi] [--concurrency 50] [--duration 15]
+    python -m bench.bench [--game happy_mochi] [--concurrency 50] [--duration 15]
 
 One run starts Redis, ``--replicas`` service processes per game, the Python gateway and
 (when installed) nginx in front of it (deploy/nginx.py), and a bare grpc.aio echo server.
@@ -12,7 +12,7 @@ answered), errors, Redis bytes per live match, and server CPU ms per committed m
 system time of every server process, Redis and nginx included, from /proc, over the
 measured window) next to the echo's server CPU per call and their ratio; then the same for
 every other game through one routing layer by PlayMatch (``--others-duration`` each); and
-last, issue 15's targets, each met or missed by this run (clients/bench_targets.py).
+last, the performance targets, each met or missed by this run (bench/bench_targets.py).
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from typing import Any
 import grpc
 import redis.asyncio as aioredis
 
-from clients import markdown
-from clients.bench_targets import NGINX, PLAY_MATCH, PYTHON_GATEWAY, row_name, target_rows
+from bench import markdown
+from bench.bench_targets import NGINX, PLAY_MATCH, PYTHON_GATEWAY, row_name, target_rows
+from bench.echo import EVENT, FULL, METHOD, RELAY_METHOD
 from clients.bot import parse_options, play_match
-from clients.echo import EVENT, FULL, METHOD, RELAY_METHOD
 from clients.game_client import GameClient
 from deploy.launcher import System, running_system
 from deploy.nginx import nginx_executable
@@ -169,7 +169,7 @@ def running_echo() -> Iterator[tuple[str, int]]:
     address = f"127.0.0.1:{free_port()}"
     # The yardstick stays grpc's own defaults, whatever the services run on (grpc_core.py).
     env = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
-    server = subprocess.Popen([sys.executable, "-m", "clients.echo", address], env=env)
+    server = subprocess.Popen([sys.executable, "-m", "bench.echo", address], env=env)
     try:
         wait_for_port(int(address.rsplit(":", 1)[1]))
         yield address, server.pid
@@ -267,7 +267,7 @@ class Figures:
     echo_ms: float = 0.0
     # ÷ echo call of every round of this configuration (--rounds), this one's among them.
     round_ratios: list[float] = field(default_factory=list)
-    # The live matches' mean version: their bytes grow with it (README, "Storage": Size).
+    # The live matches' mean version: their bytes grow with it (docs/storage.md, "Size").
     moves_per_live_match: float = float("nan")
 
     def ratio(self, echo_ms: float) -> float:
@@ -483,7 +483,7 @@ def print_table(
     ]
     print(markdown.table(["game", "through", *roles], shares, text_columns=2))
     print()
-    print("issue 15's targets in this run:")
+    print("the targets in this run:")
     targets = target_rows(results, echo.cpu_ms_per_call, args.game)
     print(markdown.table(["target", "figure", "met"], targets, text_columns=1))
     print()
@@ -533,8 +533,8 @@ def main() -> None:
     parser.add_argument(
         "--players",
         default="min",
-        help="seats per match: a number, min (each game's fewest: 2-player Happy Mochi, as issue 15"
-        " measures) or random (drawn from the game's range, match by match)",
+        help="seats per match: a number, min (each game's fewest: 2-player Happy Mochi, as the targets"
+        " assume) or random (drawn from the game's range, match by match)",
     )
     parser.add_argument("--no-nginx", action="store_true", help="the Python gateway only")
     parser.add_argument(
