@@ -163,7 +163,7 @@ def main() -> None:
             "Ctrl-C stops everything.",
             flush=True,
         )
-        # The gateway's web port (Connect, gRPC-Web and the page; README, "The web page").
+        # The gateway's web port (Connect, gRPC-Web and the page; docs/protocol.md, "The web page").
         web = os.environ.get("MOGAMES_WEB_LISTEN", "127.0.0.1:8080")
         if web:
             print(f"web page: http://{web.replace('0.0.0.0', '127.0.0.1')}/", flush=True)

@@ -39,7 +39,7 @@ def wait_for_port(port: int, timeout_s: float = 10.0) -> None:
 
 
 # Settings every Redis this project starts runs with (deploy/kubernetes/redis/redis.conf
-# too; README, "Storage"). A match's hash (its rev and its document, under 2 KB in every
+# too; docs/storage.md). A match's hash (its rev and its document, under 2 KB in every
 # game but More) stays one listpack (a ziplist before Redis 7, whose name Redis 7 still
 # takes) instead of a hash table: ~230 bytes less per match. Commits rewrite the document
 # whole, so a listpack's cost (a write moves the entries after it) is nothing here.

@@ -1,5 +1,5 @@
-"""A match's history stays exact when its tail is compacted into the archive (README,
-"Storage"): replay from version 0, resume after every (version, seq), and retried request
+"""A match's history stays exact when its tail is compacted into the archive
+(docs/storage.md): replay from version 0, resume after every (version, seq), and retried request
 ids answered whole, on a real Redis, for several games and two replicas."""
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ class State(EngineState):
     goals: list[str]
     holders: list[int | None]  # by goal: the seat that activated it
     landscapes: list[list[str]]
-    used: list[list[str]]  # landscape powers used this round, by seat
+    used: list[list[str]]  # landscape powers used in the current round, by seat
     phase: str
     turn: int
     round: int

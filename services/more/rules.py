@@ -130,7 +130,7 @@ class State(EngineState, dict=True):
     more: dict[str, list[int]]  # per side ("pair", "solo"): its More pile
     more_state: dict[str, str]  # per side: a key of PILE_STATES
     melds: list[Meld]  # the table's melds (cards.py), each dict replaced, never changed in place
-    down: list[bool]  # per seat: has gone down this round
+    down: list[bool]  # per seat: has gone down in the current round
     exempt: dict[str, bool]  # per side: someone went down with 7.5, the minimum binds nobody
     turn: int
     t: Turn

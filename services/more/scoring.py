@@ -69,7 +69,7 @@ def solo_score(net: int, penalty: int) -> tuple[int, bool]:
 
 
 def match_winners(scores: list[int], went_out: int) -> list[int]:
-    """Highest cumulative score; tie: the one who went out in the last round; else all tied."""
+    """Highest cumulative score; tie: the one who went out in the final round; else all tied."""
     best = max(scores)
     top = [p for p in range(PLAYERS) if scores[p] == best]
     if len(top) > 1 and went_out in top:

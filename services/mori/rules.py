@@ -239,8 +239,8 @@ class State(EngineState):
     trick_leader: int
     tricks_done: int
     mat: list[int]  # dice ids on the dice mat
-    faces: list[int]  # the face each die (by id) was rolled to this round
-    unused: list[int]  # the deck's cards nobody was dealt this round
+    faces: list[int]  # the face each die (by id) was rolled to in the current round
+    unused: list[int]  # the deck's cards nobody was dealt in the current round
     tricks_won: list[int]
     totals: list[int]
     # By seat:

@@ -3,7 +3,7 @@
 An engine's event is a dict shaped like its MatchEvent oneof (``{"card_drawn": {...}}``);
 MessagePack keeps its field and enum names, protobuf numbers them. The bytes are about a
 quarter of the MessagePack's, which is what a commit leaves in the match's tail, and its
-archive compresses them about a fifth smaller (README, "Storage"). The version and seq are
+archive compresses them about a fifth smaller (docs/storage.md). The version and seq are
 not in them: the commit holds those once for all its events.
 
 A body's bytes are kept by the body (for as long as it lives, within ``KEPT``): the

@@ -1,4 +1,4 @@
-"""How a match's archived history is compressed (README, "Storage").
+"""How a match's archived history is compressed (docs/storage.md).
 
 An archive element is a chunk of tail elements (one MessagePack array, versions written
 as rises: ``plain_chunk``), zlib-compressed with a preset dictionary, since a match's
@@ -89,7 +89,7 @@ def plain_chunk(commits: list[list[Any]], layout: str = CURRENT) -> bytes:
     less one (a rise of 1, the usual one, is -2: one byte, the same every commit). An
     absolute version is never negative, so chunks made before, all absolute, read the
     same, and joining chunks needs no rewriting. Every commit repeating its version in full
-    broke deflate's matches across commits: a quarter more bytes (README, "Storage"). Layout
+    broke deflate's matches across commits: a quarter more bytes (docs/storage.md). Layout
     v1 writes every version whole."""
     if layout != CURRENT:
         return _pack(commits)
@@ -129,7 +129,7 @@ def merge_chunks(
 ) -> bytes:
     """One archive element holding the commits of ``chunks`` (later chunks of a ``game``
     match whose archive starts with ``first_chunk``, in order) and then ``elements``:
-    deflate finds more to reuse in eight chunks' worth than in each alone (README, "Storage")."""
+    deflate finds more to reuse in eight chunks' worth than in each alone (docs/storage.md)."""
     first = first_plain(first_chunk)
     commits: list[list[Any]] = []
     for chunk in chunks:

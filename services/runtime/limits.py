@@ -128,7 +128,7 @@ class ClientBudgets:
         self._over: dict[tuple[str, str], float] = {}
 
     def who(self, context: grpc.aio.ServicerContext) -> str:
-        # Only gateways reach a service (README, "Budgets"), so any peer's word counts,
+        # Only gateways reach a service (docs/operations.md, "Budgets"), so any peer's word counts,
         # unless the service is told which peers are its gateways.
         trust_any_peer = not self.limits.trusted_proxies
         return client_id(context.invocation_metadata(), context.peer(), self.limits, trust_any_peer)

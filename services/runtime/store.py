@@ -5,7 +5,7 @@ which also appends the write's events to the match's history and records the req
 So a move is committed whole or not at all, and two replicas racing on one match cannot
 both commit against the same revision.
 
-History (README, "Storage"): each commit's events are one element of the match's ``tail``
+History (docs/storage.md): each commit's events are one element of the match's ``tail``
 list; once the tail is long, its oldest ``CHUNK`` elements move, zlib-compressed, into one
 element of the ``archive`` list, and every ``MERGE`` such chunks after the first become one.
 The commit script hands those elements (and the chunks due for merging) back in its reply
