@@ -1,4 +1,4 @@
-"""A generic client for any mogames game, using only the seven common RPCs."""
+"""A generic client for any mogames game, using only the RPCs every game shares."""
 
 from __future__ import annotations
 

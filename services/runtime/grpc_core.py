@@ -5,16 +5,14 @@ grpc reads ``GRPC_EXPERIMENTS`` once, when its core loads, so each entry point
 imports grpc; a ``GRPC_EXPERIMENTS`` already in the environment (even an empty one: grpc's
 defaults) is left as it is.
 
-grpcio 1.85 serves sockets through the PosixEventEngine by default (the ``event_engine_*``
+grpcio serves sockets through the PosixEventEngine by default (the ``event_engine_*``
 experiments): its own threads read and write, and hand each completion over to grpc.aio's
 poller thread, which wakes the event loop. Turning those experiments off brings back grpc's
 polling, where the poller thread does the socket work itself. For messages on open streams,
-which is how moves are played (``PlayMatch``) and relayed (the gateway), that costs less
-CPU: one A/B here, Happy Mochi by ``PlayMatch`` through the Python gateway, replica
-0.245 -> 0.222 ms and gateway 0.151 -> 0.113 ms of CPU per move; a bare grpc.aio relay of
-stream messages 0.061 -> 0.050 ms per move; but a bare unary echo 0.149 -> 0.163 ms per
-call. A grpc release that drops these experiments logs "Unknown experiment" at start and
-runs on its defaults (tests/test_grpc_core.py fails then, as a reminder to measure again).
+which is how moves are played (``PlayMatch``) and relayed (the gateway), that costs less CPU
+per move, though a bare unary call costs a little more (docs/benchmarks.md). A grpc release
+that drops these experiments logs "Unknown experiment" at start and runs on its defaults
+(tests/test_grpc_core.py fails then, as a reminder to measure again).
 """
 
 from __future__ import annotations

@@ -132,9 +132,9 @@ async def serve_until_signalled(
 
 # The cyclic collector's first-generation threshold (CPython's default: 700). A move
 # allocates a few hundred short-lived containers, nearly all freed by reference counting,
-# so the default ran a collection every move or two, each walking the survivors: 5 % of a
-# replica's CPU per move (median of six alternating runs, 1.16 -> 1.11 ms). Fifty thousand
-# keeps what waits for a collection to a few MB.
+# so the default runs a collection every move or two, each walking the survivors: about a
+# twentieth of a replica's CPU per move. Fifty thousand keeps what waits for a collection to
+# a few MB.
 GC_FIRST_GENERATION = 50_000
 
 

@@ -229,8 +229,8 @@ class WatchHub:
 
     async def _listen_loop(self, pubsub: Any) -> None:
         """Reads the notifications off the pub/sub connection itself: redis-py's get_message
-        (a retry wrapper, its parser and a message dict per notification) was a twentieth of
-        a busy replica's CPU, for one notification per move. redis-py still owns the
+        (a retry wrapper, its parser and a message dict per notification) costs a busy replica
+        about a twentieth of its CPU, for one notification per move. redis-py still owns the
         connection: it sends the (un)subscriptions, and on a reconnect it subscribes to every
         channel again; confirmations go through its handle_message, which keeps its record
         of the channels subscribed."""
@@ -325,7 +325,7 @@ class WatchHub:
     def committing(self, match_id: str) -> _Committing:
         """Around a commit of this replica on ``match_id`` and its ``committed``: the commit's
         own notification, which can come first, does not make the watchers here read the
-        history meanwhile (a read per move was a tenth of a busy replica's moves). A
+        history meanwhile (a read per move costs a busy replica about a tenth of its CPU). A
         notification still ahead of them when it ends (another replica's commit) does."""
         match = self._matches.get(match_id)
         return _Committing(match) if match is not None else _NOT_WATCHED
