@@ -1,4 +1,5 @@
-"""``make run``: Redis, every game service and the gateway on this machine, until Ctrl-C.
+"""``make run``: Redis, every game service, the players service and the gateway on this
+machine, until Ctrl-C.
 
 Everything that must survive a restart lives in the data folder (``.run/data/`` unless
 ``MOGAMES_DATA_DIR`` says otherwise): Redis's append-only file, the token secret and the
@@ -97,7 +98,8 @@ def _when_listening(port: int) -> Callable[[], None]:
 
 
 def children(settings: RunSettings, workdir: Path) -> list[Child]:
-    """Redis first, then every service replica, then the gateway (then nginx in front)."""
+    """Redis first, then every service replica and the players service, then the gateway
+    (then nginx in front)."""
     data = settings.data_dir
     password = kept_secret(data / "redis-password", os.environ.get("MOGAMES_REDIS_PASSWORD"))
     env = {
@@ -120,6 +122,12 @@ def children(settings: RunSettings, workdir: Path) -> list[Child]:
             plan.append(Child(f"{game}-{replica}", command, service_env, ready=ready, stage=1))
             addresses.append(listen)
         env[f"MOGAMES_BACKENDS_{game.upper()}"] = ",".join(addresses)
+    # The players service (sign-in, sessions, my matches), behind the gateway like a game.
+    players_listen = f"127.0.0.1:{port or free_port()}"
+    command = [sys.executable, "-m", "services.players"]
+    ready = _when_listening(_port_of(players_listen))
+    plan.append(Child("players-0", command, {**env, "MOGAMES_LISTEN": players_listen}, ready=ready, stage=1))
+    env["MOGAMES_BACKENDS_PLAYERS"] = players_listen
     gateway_listen = f"127.0.0.1:{free_port()}" if settings.nginx else settings.gateway_listen
     gateway_env = {**env, "MOGAMES_GATEWAY_LISTEN": gateway_listen}
     if settings.nginx:

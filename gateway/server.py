@@ -9,6 +9,7 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
+from mogames.players.v1 import players_pb2
 
 from gateway.backends import ReplicaPool, watch_health
 from gateway.health_port import start_health_port
@@ -66,6 +67,23 @@ async def build(
                 limits=settings.limits,
                 client_streaming=method.client_streaming,
             )
+    own_services = []
+    if settings.players_backends:
+        players = players_pb2.DESCRIPTOR.services_by_name["Players"]
+        pool = ReplicaPool(players.full_name, settings.players_backends)
+        pools.append(pool)
+        own_services.append(players.full_name)
+        for method in players.methods:
+            path = f"/{players.full_name}/{method.name}"
+            # Every call names its client: the players service budgets sign-ins per client.
+            routes[path] = Route(
+                pool,
+                path,
+                streaming=method.server_streaming,
+                by_match=False,
+                names_client=True,
+                limits=settings.limits,
+            )
     server = serving.new_server(settings.limits, connection_age_s=settings.max_connection_age_s)
     server.add_generic_rpc_handlers([GameProxy(routes)])
     # The lobby's indexes and matchmaking pools; connected lazily, at the first lobby call.
@@ -74,7 +92,7 @@ async def build(
     lobby_pb2_grpc.add_LobbyServicer_to_server(lobby, server)
     lobby_service = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
     checker = await serving.add_health_and_reflection(
-        server, [lobby_service, *(g.full_service for g in games)]
+        server, [lobby_service, *(g.full_service for g in games), *own_services]
     )
     port = _bind(server, settings)
     return server, checker, pools, port

@@ -46,6 +46,7 @@ log = structlog.get_logger("web")
 # What a browser may send and read across origins (the two web protocols' headers).
 _ALLOWED_HEADERS = [
     "authorization",
+    "mogames-session",
     "content-type",
     "connect-protocol-version",
     "connect-timeout-ms",

@@ -141,10 +141,15 @@ class Cluster:
 
 @contextlib.asynccontextmanager
 async def running_services(
-    redis_url: str, games: list[str] | None = None, gateways: int = 1, **overrides: Any
+    redis_url: str,
+    games: list[str] | None = None,
+    gateways: int = 1,
+    players_backends: tuple[str, ...] = (),
+    **overrides: Any,
 ) -> AsyncIterator[Cluster]:
     """Two replicas of every game (or of ``games``, with service settings changed by
-    ``overrides``) and ``gateways`` gateways on loopback, using ``redis_url``."""
+    ``overrides``) and ``gateways`` gateways on loopback, using ``redis_url``; the gateways
+    route the players service to ``players_backends`` when given."""
     servers = []
     by_game: dict[str, list[GameService]] = {}
     addresses: dict[str, list[str]] = {}
@@ -162,6 +167,7 @@ async def running_services(
         shutdown_grace_s=1,
         log_level="warning",
         redis_url=redis_url,
+        players_backends=players_backends,
     )
     gateway_servers, pools, channels, gateway_addresses = [], [], [], []
     for _ in range(gateways):

@@ -79,6 +79,12 @@ def test_every_game_of_the_catalog_is_deployed_autoscaled_and_routed(manifests):
         assert autoscalers[name]["spec"]["scaleTargetRef"]["name"] == name
         assert budgets[name]["spec"]["selector"] == deployments[name]["spec"]["selector"]
         assert gateway_env[f"MOGAMES_BACKENDS_{game.upper()}"] == f"{name}:50061"
+    players = containers(deployments["game-players"])[0]
+    assert players["args"] == ["python", "-m", "services.players"]
+    assert players["readinessProbe"]["grpc"] == {"port": 50061, "service": "mogames.players.v1.Players"}
+    assert "MOGAMES_GAME" not in env(players)
+    assert gateway_env["MOGAMES_BACKENDS_PLAYERS"] == "game-players:50061"
+    assert autoscalers["game-players"]["spec"]["scaleTargetRef"]["name"] == "game-players"
     for name in ("gateway",):
         assert autoscalers[name]["spec"]["metrics"][0]["resource"]["name"] == "cpu"
         assert name in budgets
@@ -86,7 +92,7 @@ def test_every_game_of_the_catalog_is_deployed_autoscaled_and_routed(manifests):
 
 def test_every_container_has_resources_probes_a_pinned_image_and_runs_as_non_root(manifests):
     workloads = [m for m in manifests if m["kind"] in WORKLOADS]
-    assert len(workloads) == len(GAME_PACKAGES) + 2  # the games, the gateway, Redis
+    assert len(workloads) == len(GAME_PACKAGES) + 3  # the games, the players service, the gateway, Redis
     for workload in workloads:
         pod = workload["spec"]["template"]["spec"]
         assert pod["securityContext"]["runAsNonRoot"] is True

@@ -93,3 +93,50 @@ def bearer_token(metadata: tuple[tuple[str, str | bytes], ...] | None) -> str | 
                 raise Unauthenticated("authorization: expected 'Bearer <token>'")
             return token.strip()
     return None
+
+
+# Player sessions (services/players): signed with the same secret as seat tokens, so every
+# game service verifies one without asking anybody. A different first part keeps a session
+# from ever passing for a seat token, and the other way round.
+_SESSION_VERSION = "s1"
+_SESSION_PARTS = 4
+# The metadata key of a session on game calls (the seat is then bound to the player).
+SESSION_METADATA = "mogames-session"
+
+
+def new_player_id() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def issue_session(secret: bytes, player_id: str, expires_ms: int) -> str:
+    body = f"{_SESSION_VERSION}.{player_id}.{expires_ms}"
+    return f"{body}.{_signature(secret, body)}"
+
+
+def player_of_session(secret: bytes, token: str, now_ms: int) -> str:
+    """The player id of a valid, unexpired session token; raises Unauthenticated otherwise."""
+    parts = token.split(".")
+    if len(parts) != _SESSION_PARTS or parts[0] != _SESSION_VERSION or not parts[2].isdigit() or not parts[1]:
+        raise Unauthenticated("session: malformed session token", reason="bad_session")
+    body, signature = token.rpartition(".")[::2]
+    if not _signed(secret, body, signature):
+        raise Unauthenticated("session: session token signature is invalid", reason="bad_session")
+    if int(parts[2]) <= now_ms:
+        raise Unauthenticated(
+            "session_expired: the session has expired; RefreshSession with its refresh token",
+            reason="session_expired",
+        )
+    return parts[1]
+
+
+def session_token(metadata: tuple[tuple[str, str | bytes], ...] | None) -> str | None:
+    """The ``mogames-session`` metadata's token, or None when absent."""
+    for key, value in metadata or ():
+        if key == SESSION_METADATA:
+            token = text(value).strip()
+            if token.lower().startswith("bearer "):
+                token = token[7:].strip()
+            if not token:
+                raise Unauthenticated(f"{SESSION_METADATA}: empty session token", reason="bad_session")
+            return token
+    return None

@@ -74,6 +74,13 @@ class Unavailable(ServiceError):
         self.retry_after_s = retry_after_s
 
 
+class Unimplemented(ServiceError):
+    """An RPC of the contract this server does not serve yet."""
+
+    code = grpc.StatusCode.UNIMPLEMENTED
+    reason = "unimplemented"
+
+
 class ResourceExhausted(ServiceError):
     """A client went over a limit; ``retry_after_s`` goes to the client as a RetryInfo."""
 

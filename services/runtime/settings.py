@@ -276,23 +276,20 @@ class GatewaySettings:
     # A plaintext port serving only grpc.health.v1 (for the kubelet's native gRPC probes,
     # which cannot speak TLS); '' = off.
     health_listen: str = ""
+    # The players service's replicas (MOGAMES_BACKENDS_PLAYERS); none: not routed.
+    players_backends: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
         from services.catalog import GAME_PACKAGES
 
-        accepted = [f"MOGAMES_BACKENDS_{game.upper()}" for game in GAME_PACKAGES]
+        accepted = [f"MOGAMES_BACKENDS_{game.upper()}" for game in (*GAME_PACKAGES, "players")]
         unknown = sorted(k for k in os.environ if k.startswith("MOGAMES_BACKENDS_") and k not in accepted)
         if unknown:
             raise SettingsError(f"{', '.join(unknown)}: no such game; accepted names: {', '.join(accepted)}")
         backends: dict[str, tuple[str, ...]] = {}
         for game in GAME_PACKAGES:
-            name = f"MOGAMES_BACKENDS_{game.upper()}"
-            raw = os.environ.get(name, "")
-            addresses = tuple(a.strip() for a in raw.split(",") if a.strip())
-            for address in addresses:
-                if not address.rpartition(":")[2].isdigit():
-                    raise SettingsError(f"{name} must list host:port addresses, got {address!r}")
+            addresses = _backends(f"MOGAMES_BACKENDS_{game.upper()}")
             if addresses:
                 backends[game] = addresses
         if not backends:
@@ -316,6 +313,7 @@ class GatewaySettings:
             max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
             health_listen=_address("MOGAMES_HEALTH_LISTEN", "") if _is_set("MOGAMES_HEALTH_LISTEN") else "",
+            players_backends=_backends("MOGAMES_BACKENDS_PLAYERS"),
         )
         if bool(settings.tls_cert) != bool(settings.tls_key):
             raise SettingsError("MOGAMES_TLS_CERT and MOGAMES_TLS_KEY go together: set both or neither")
@@ -334,6 +332,14 @@ class GatewaySettings:
         return settings
 
 
+def _backends(name: str) -> tuple[str, ...]:
+    addresses = tuple(a.strip() for a in os.environ.get(name, "").split(",") if a.strip())
+    for address in addresses:
+        if not address.rpartition(":")[2].isdigit():
+            raise SettingsError(f"{name} must list host:port addresses, got {address!r}")
+    return addresses
+
+
 def is_loopback(address: str) -> bool:
     host = address.rpartition(":")[0].strip("[]")
     if host == "localhost":
@@ -350,3 +356,88 @@ def _readable(name: str) -> str:
     if path and not os.access(path, os.R_OK):
         raise SettingsError(f"{name}: cannot read {path!r}")
     return path
+
+
+@dataclass(frozen=True)
+class OidcProvider:
+    """The OpenID Connect provider whose ID tokens sign players in (docs/players.md)."""
+
+    issuer: str
+    audience: str
+    # Where its public keys are: the provider's JWKS URL, or a file holding the JWKS.
+    jwks_url: str = ""
+    jwks_file: str = ""
+
+
+def _oidc_provider() -> OidcProvider | None:
+    """MOGAMES_OIDC_ISSUER, MOGAMES_OIDC_AUDIENCE and one of MOGAMES_OIDC_JWKS_URL or
+    MOGAMES_OIDC_JWKS_FILE together, or none of them (provider sign-in off)."""
+    issuer, audience, url, path = (
+        os.environ.get(f"MOGAMES_OIDC_{n}", "").strip()
+        for n in ("ISSUER", "AUDIENCE", "JWKS_URL", "JWKS_FILE")
+    )
+    if not (issuer or audience or url or path):
+        return None
+    if not issuer or not audience:
+        raise SettingsError("MOGAMES_OIDC_ISSUER and MOGAMES_OIDC_AUDIENCE go together: set both")
+    if urlparse(issuer).scheme not in ("https", "http") or not urlparse(issuer).netloc:
+        raise SettingsError(
+            f"MOGAMES_OIDC_ISSUER must be a URL like https://accounts.example.com, got {issuer!r}"
+        )
+    if bool(url) == bool(path):
+        raise SettingsError(
+            "set one of MOGAMES_OIDC_JWKS_URL or MOGAMES_OIDC_JWKS_FILE for the provider's keys"
+        )
+    if url and (urlparse(url).scheme not in ("https", "http") or not urlparse(url).netloc):
+        raise SettingsError(f"MOGAMES_OIDC_JWKS_URL must be an http(s) URL, got {url!r}")
+    return OidcProvider(issuer, audience, url, _readable("MOGAMES_OIDC_JWKS_FILE"))
+
+
+@dataclass(frozen=True)
+class PlayersSettings:
+    """The players service (services/players): sign-in, sessions, profiles, my matches."""
+
+    listen: str
+    redis_url: str
+    token_secret: bytes
+    shutdown_grace_s: int = 10
+    log_level: str = "info"
+    redis_password: str | None = None
+    # A session token's life, and its refresh token's (single use, exchanged for a new pair).
+    session_ttl_s: int = 3600
+    refresh_ttl_s: int = 30 * 24 * 3600
+    # Sign-ins (and refreshes) one player may make per window, and one client address.
+    sign_ins_per_window: int = 30
+    sign_in_window_s: int = 600
+    oidc: OidcProvider | None = None
+    # How long a finished match stays in its players' ListMyMatches.
+    finished_listed_s: int = 7 * 24 * 3600
+    # A quiet WatchMyTurns sends a Heartbeat this often.
+    heartbeat_s: float = 15.0
+    limits: InputLimits = field(default_factory=lambda: InputLimits())
+    metrics_listen: str = ""
+    max_connection_age_s: int = 300
+
+    @classmethod
+    def from_env(cls) -> PlayersSettings:
+        secret = _str("MOGAMES_TOKEN_SECRET")
+        if len(secret) < 16:
+            raise SettingsError("MOGAMES_TOKEN_SECRET must be at least 16 characters")
+        return cls(
+            listen=_address("MOGAMES_LISTEN", "127.0.0.1:50071"),
+            redis_url=_redis_url("MOGAMES_REDIS_URL", "redis://127.0.0.1:6379/0"),
+            token_secret=secret.encode(),
+            shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
+            log_level=_log_level(),
+            redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
+            session_ttl_s=_int("MOGAMES_SESSION_TTL_S", 3600, minimum=60),
+            refresh_ttl_s=_int("MOGAMES_REFRESH_TTL_S", 30 * 24 * 3600, minimum=60),
+            sign_ins_per_window=_int("MOGAMES_SIGN_IN_LIMIT", 30),
+            sign_in_window_s=_int("MOGAMES_SIGN_IN_WINDOW_S", 600, minimum=1),
+            oidc=_oidc_provider(),
+            finished_listed_s=_int("MOGAMES_FINISHED_LISTED_S", 7 * 24 * 3600, minimum=60),
+            heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 15, minimum=1),
+            limits=InputLimits.from_env(),
+            metrics_listen=_metrics_listen(),
+            max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
+        )
