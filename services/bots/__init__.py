@@ -1,0 +1,35 @@
+"""Server bots that search: determinized Monte Carlo search with heuristic playouts.
+
+The single entry point is ``services.bots.decide.decide(game, view, seat, level, seed,
+history=None)``. It takes only what ``seat`` may know — its view and the events addressed
+to it — never an engine state, so a bot cannot read other seats' hands (see
+``docs/bots.md`` and ``tests/bots/test_fairness.py``).
+
+A game takes part through an adapter, ``services/<package>/bot.py`` (pure like the rules
+engine: no grpc, redis, asyncio or logging), which exposes:
+
+``determinize(view, seat, rng, history=None) -> State``
+    A full engine ``State`` consistent with everything ``seat`` knows: its
+    ``State.view(seat)`` dict and, when given, ``history``. Hidden parts (other hands, deck
+    order, cards under piles, future chance through a sampled ``seed``) are sampled with
+    ``rng``, consistently with the cards seen and the counts shown. The property tested for
+    every game: ``determinize(view, seat, rng, history).view(seat) == view``, and every card
+    is somewhere exactly once.
+
+    ``history`` is the list of event bodies (the ``MatchEvent`` oneof dicts, e.g.
+    ``{"card_played": {...}}``) visible to ``seat``, oldest first, ending with the latest
+    event; it may start anywhere before the current round's start (the whole match is
+    fine). ``None`` means "unknown": the adapter samples from the view alone. An adapter
+    whose view already holds everything the seat knows may ignore it.
+
+``playout_move(state, seat, rng) -> move``
+    A cheap, sensible move among ``state.legal_moves(seat)`` for playouts: game
+    knowledge with some randomness, not uniform random.
+
+``evaluate(state, seat) -> float`` (optional)
+    How good ``state`` looks for ``seat``, in [0, 1], where a playout is cut off.
+
+``PLAYOUT_STEPS: int`` (optional, only with ``evaluate``)
+    The moves after which a playout stops and ``evaluate`` scores it; without it playouts
+    run to the end of the match.
+"""

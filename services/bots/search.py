@@ -1,0 +1,96 @@
+"""Determinized Monte Carlo search (perfect-information sampling with a bandit at the root).
+
+Every playout samples a fresh determinization of what the seat knows, picks a root move by
+UCB1 over the seat's legal moves, plays the adapter's heuristic playout policy for every
+seat from there, and scores the end (the match's result, or the adapter's ``evaluate``
+where the playout is cut off). The move played most often wins.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from types import ModuleType
+from typing import Any
+
+from services.bots.levels import Budget
+from services.engine import JsonDict, MoveError
+
+EXPLORATION = 0.7
+
+
+def outcome(state: Any, seat: int) -> float:
+    """1 for a sole winner, a share for a tie, 0 for a loss."""
+    winners = state.winners()
+    return 1.0 / len(winners) if seat in winners else 0.0
+
+
+def playout(adapter: ModuleType, state: Any, seat: int, rng: random.Random) -> float:
+    """Play ``state`` on with the adapter's playout policy; ``seat``'s reward in [0, 1]."""
+    evaluate = getattr(adapter, "evaluate", None)
+    limit = getattr(adapter, "PLAYOUT_STEPS", None) if evaluate is not None else None
+    steps = 0
+    while not state.is_over():
+        if limit is not None and steps >= limit:
+            return float(evaluate(state, seat))  # type: ignore[misc]
+        active = state.active_seats()
+        if not active:
+            break
+        mover = active[0]
+        state.apply(mover, adapter.playout_move(state, mover, rng))
+        steps += 1
+    if state.is_over():
+        return outcome(state, seat)
+    return float(evaluate(state, seat)) if evaluate is not None else 0.5
+
+
+def search(
+    adapter: ModuleType,
+    view: JsonDict,
+    seat: int,
+    budget: Budget,
+    seed: int,
+    history: list[JsonDict] | None = None,
+) -> JsonDict:
+    """The move the search prefers for ``seat`` (one of its legal moves)."""
+    started = time.process_time()
+    rng = random.Random(seed)
+    first = adapter.determinize(view, seat, rng, history=history)
+    moves: list[JsonDict] = first.legal_moves(seat)
+    if not moves:
+        raise ValueError(f"seat {seat} has no move to make in this view")
+    if len(moves) == 1:
+        return moves[0]
+    visits = [0] * len(moves)
+    totals = [0.0] * len(moves)
+    state = first
+    for done in range(budget.playouts):
+        if budget.cpu_s is not None and done and time.process_time() - started >= budget.cpu_s:
+            break
+        if done:
+            state = adapter.determinize(view, seat, rng, history=history)
+        choice = _select(visits, totals, done)
+        try:
+            state.apply(seat, moves[choice])
+        except MoveError:
+            # The move is legal in every state consistent with the seat's view, unless an
+            # adapter's sample is off: a refusal counts as the worst result.
+            reward = 0.0
+        else:
+            reward = playout(adapter, state, seat, rng)
+        visits[choice] += 1
+        totals[choice] += reward
+    best = max(range(len(moves)), key=lambda i: (visits[i], totals[i]))
+    return moves[best]
+
+
+def _select(visits: list[int], totals: list[float], done: int) -> int:
+    for i, count in enumerate(visits):
+        if count == 0:
+            return i
+    log_done = math.log(done)
+    return max(
+        range(len(visits)),
+        key=lambda i: totals[i] / visits[i] + EXPLORATION * math.sqrt(log_done / visits[i]),
+    )
