@@ -82,6 +82,11 @@ bench-cluster: install
 bench-engines: install
 	$(BIN)/python -m bench.bench_engines $(BENCH_ENGINES_ARGS)
 
+# What each storage device saves and costs, per game, on the store's own functions (no Redis).
+.PHONY: bench-storage
+bench-storage: install
+	$(BIN)/python -m bench.bench_storage $(BENCH_STORAGE_ARGS)
+
 autoplay: install
 	$(BIN)/python -m clients.autoplay $(AUTOPLAY_ARGS)
 

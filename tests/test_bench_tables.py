@@ -160,3 +160,18 @@ def test_make_bench_prints_the_targets_table(capsys):
         lines[heading + 3]
         == "| happy_mochi through python gateway, PlayMatch: ≤ 3 echo calls a move | 4.00 | missed |"
     )
+
+
+def test_the_storage_devices_save_what_docs_storage_says_they_do() -> None:
+    """bench_storage on one short Happy Mochi match: each device stores fewer bytes than the
+    same history without it (the claims of docs/storage.md's table, in direction; its CPU
+    figures are the bench's to print, not a test's to time)."""
+    from bench import bench_storage
+    from services.runtime.store import CHUNK, MERGE
+
+    row = bench_storage.measure("happy_mochi", CHUNK + CHUNK * MERGE + CHUNK, 20261204)
+    assert row["tail bytes B"] < 0.5 * row["tail maps B"]
+    assert row["archive B/commit"] < row["no rises"]
+    assert row["archive B/commit"] < row["no dictionary"]
+    assert row["archive B/commit"] < row["no merging"]
+    assert row["record msgpack B"] < row["record JSON B"]

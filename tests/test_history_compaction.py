@@ -22,7 +22,6 @@ from services.runtime.errors import Aborted, FailedPrecondition
 from services.runtime.event_packing import packing_for
 from services.runtime.history_chunks import (
     DICTIONARY_FILE,
-    EARLIER_DICTIONARY_FILES,
     UnknownDictionary,
     first_plain,
     game_dictionary,
@@ -34,7 +33,6 @@ from services.runtime.history_chunks import (
 )
 from services.runtime.matches import FINISHED, MatchService, MoveResult
 from services.runtime.redis_client import connect
-from services.runtime.settings import ServiceSettings, SettingsError
 from services.runtime.store import (
     CHUNK,
     DIGEST_BYTES,
@@ -56,15 +54,12 @@ SERVICES = Path(__file__).resolve().parents[1] / "services"
 
 
 @contextlib.asynccontextmanager
-async def replicas(
-    game: str, redis_url: str, count: int = 2, layout: str = "v2"
-) -> AsyncIterator[list[MatchService]]:
-    """``count`` replicas of one game's service on one Redis, each with its own store,
-    writing history in ``layout``."""
+async def replicas(game: str, redis_url: str, count: int = 2) -> AsyncIterator[list[MatchService]]:
+    """``count`` replicas of one game's service on one Redis, each with its own store."""
     clients = [connect(redis_url) for _ in range(count)]
     try:
         settings = service_settings(game, redis_url)
-        yield [MatchService(rules_module(game), MatchStore(c, game, layout), settings) for c in clients]
+        yield [MatchService(rules_module(game), MatchStore(c, game), settings) for c in clients]
     finally:
         for client in clients:
             await client.aclose()
@@ -214,28 +209,6 @@ async def test_a_read_racing_a_compaction_misses_and_repeats_nothing(redis_url: 
         assert positions(events)[-1] >= (last[0], last[1] + len(last[2]) - 1)
 
 
-async def test_history_stored_before_the_tail_still_reads(redis_url: str, redis_client) -> None:
-    """A match whose first events are in the per-event stream of before (``keys.events``)
-    reads them there, then its newer commits from the tail and archive."""
-    async with replicas("happy_mochi", redis_url, count=1) as services:
-        store = services[0].store
-        match_id, tokens = await start(services[0], 2, 14)
-        stored = await store.history(match_id)
-        # As the earlier layout kept them: one stream entry per event, MessagePack [to, body].
-        await redis_client.delete(keys.tail(match_id))
-        for event in stored:
-            payload = msgspec.msgpack.encode([event.to, event.body])
-            await redis_client.xadd(keys.events(match_id), {"e": payload}, id=event.stream_id)
-        history, _ = await play(services, match_id, tokens, 14, moves=2 * CHUNK + KEEP_RECENT)
-        assert history[: len(stored)] == stored
-        record = await store.load(match_id)
-        assert record is not None
-        assert_contiguous(history, record.version)
-        for position in [(0, 0), *positions(history)[:: max(1, len(history) // 40)]]:
-            events, _ = await store.events_after(match_id, position, with_record=False)
-            assert events == [e for e in history if (e.version, e.seq) > position], position
-
-
 def _inflate(chunk: bytes, preset: bytes = b"") -> bytes:
     decompressor = zlib.decompressobj(zdict=preset) if preset else zlib.decompressobj()
     return decompressor.decompress(chunk) + decompressor.flush()
@@ -288,85 +261,9 @@ async def test_a_long_match_merges_its_chunks_and_replays_exactly(redis_url: str
         assert await services[0].store.history(match_id) == history
 
 
-async def test_a_match_stored_by_the_last_layout_plays_on_and_merges(redis_url: str, redis_client) -> None:
-    """A match whose history the previous release wrote (event bodies as MessagePack maps,
-    versions whole, chunks made with ``history.zdict``) reads the same, then goes on under
-    this one: new commits, chunks merged across both layouts, replay and resume exact."""
-    game = "happy_mochi"
-    async with replicas(game, redis_url) as services:
-        store = services[0].store
-        match_id, tokens = await start(services[0], 2, 32)
-        history, _ = await play(services, match_id, tokens, 32, moves=4 * CHUNK + KEEP_RECENT)
-        chunks = await redis_client.lrange(keys.archive(match_id), 0, -1)
-        first = first_plain(chunks[0])
-        archived = [commit for chunk in chunks for commit in unpack_chunk(chunk, first)]
-        tail = [msgspec.msgpack.decode(e) for e in await redis_client.lrange(keys.tail(match_id), 0, -1)]
-
-        def as_before(commit: list[Any]) -> list[Any]:
-            version, seq, events, answer = commit
-            return [version, seq, [[to, store.packing.unpack(body)] for to, body in events], answer]
-
-        archived, tail = [as_before(c) for c in archived], [as_before(c) for c in tail]
-        earlier = (SERVICES / GAME_PACKAGES[game] / EARLIER_DICTIONARY_FILES[0]).read_bytes()
-        first_before = msgspec.msgpack.encode(archived[:CHUNK])
-        rewritten = [_deflate(first_before, earlier)] + [
-            _deflate(msgspec.msgpack.encode(archived[i : i + CHUNK]), earlier + first_before)
-            for i in range(CHUNK, len(archived), CHUNK)
-        ]
-        for service in services:
-            service.store._pending.clear()  # chunks made from the tail as it was
-        await redis_client.delete(keys.archive(match_id), keys.tail(match_id))
-        await redis_client.rpush(keys.archive(match_id), *rewritten)
-        await redis_client.rpush(keys.tail(match_id), *(msgspec.msgpack.encode(c) for c in tail))
-        assert await services[1].store.history(match_id) == history
-
-        history, _ = await play(services, match_id, tokens, 33, moves=(MERGE + 1) * CHUNK)
-        chunks = await redis_client.lrange(keys.archive(match_id), 0, -1)
-        assert chunks[0] == rewritten[0] and any(is_merged(chunk) for chunk in chunks)
-        record = await store.load(match_id)
-        assert record is not None
-        assert_contiguous(history, record.version)
-        for position in [(0, 0), *positions(history)[:: max(1, len(history) // 60)]]:
-            events, _ = await services[1].store.events_after(match_id, position, with_record=False)
-            assert events == [e for e in history if (e.version, e.seq) > position], position
-
-
-async def test_replicas_writing_layout_v1_store_what_the_last_release_reads(
-    redis_url: str, redis_client
-) -> None:
-    """During a rolling upgrade from a release before v2, replicas run with
-    MOGAMES_HISTORY_LAYOUT=v1: what they store, merged chunks included, is what that release
-    read (bodies as maps, versions whole, chunks made with ``history.zdict``), read here as
-    it read them; replicas writing v2 then play on."""
-    game = "happy_mochi"
-    async with replicas(game, redis_url, layout="v1") as during:
-        match_id, tokens = await start(during[0], 2, 34)
-        history, _ = await play(during, match_id, tokens, 34, moves=(MERGE + 2) * CHUNK)
-    chunks = await redis_client.lrange(keys.archive(match_id), 0, -1)
-    tail = await redis_client.lrange(keys.tail(match_id), 0, -1)
-    assert any(is_merged(chunk) for chunk in chunks)
-    earlier = (SERVICES / GAME_PACKAGES[game] / EARLIER_DICTIONARY_FILES[0]).read_bytes()
-    first = _inflate(chunks[0], earlier)
-    plains = [first, *(_inflate(chunk, earlier + first) for chunk in chunks[1:])]
-    commits = [c for plain in plains for c in msgspec.msgpack.decode(plain)]
-    commits += [msgspec.msgpack.decode(element) for element in tail]
-    versions = [c[0] for c in commits]
-    assert versions == sorted(versions) and versions[0] == 0
-    assert all(isinstance(body, dict) for c in commits for _, body in c[2])
-    read = [e for c in commits for e in StoredCommit.decode(c, packing_for(game)).events]
-    assert read == history
-    async with replicas(game, redis_url) as after:
-        history, _ = await play(after, match_id, tokens, 35, moves=2 * CHUNK)
-        record = await after[0].store.load(match_id)
-        assert record is not None
-        assert_contiguous(history, record.version)
-
-
-@pytest.mark.parametrize("layout", ["each alone", "the first as dictionary"])
-async def test_chunks_of_the_earlier_layouts_still_read(redis_url: str, redis_client, layout: str) -> None:
-    """Archives written before the shipped dictionaries read the same: every chunk
-    compressed alone (the first layout), or the first alone and every later one with the
-    first as its dictionary (the second)."""
+async def test_chunks_of_a_game_without_a_shipped_dictionary_read(redis_url: str, redis_client) -> None:
+    """A game that ships no dictionary compresses its first chunk alone and every later one
+    with the first as its dictionary: such an archive reads the same."""
     async with replicas("mori", redis_url, count=1) as services:
         store = services[0].store
         match_id, tokens = await start(services[0], 3, 15)
@@ -374,7 +271,7 @@ async def test_chunks_of_the_earlier_layouts_still_read(redis_url: str, redis_cl
         chunks, plains = await _archived(redis_client, "mori", match_id)
         assert len(chunks) >= 3
         for index, plain in enumerate(plains):
-            preset = plains[0] if index and layout == "the first as dictionary" else b""
+            preset = plains[0] if index else b""
             earlier = _deflate(plain, preset)
             assert earlier != chunks[index]
             await redis_client.lset(keys.archive(match_id), index, earlier)
@@ -401,22 +298,9 @@ async def test_the_shipped_dictionary_makes_a_match_archive_smaller(
         assert await services[0].store.history(match_id) == history
 
 
-@pytest.mark.parametrize("game", GAME_PACKAGES)
-def test_chunks_made_with_an_earlier_dictionary_still_read(game: str) -> None:
-    """Archives made before event bodies were stored as MatchEvent bytes name the dictionary
-    of that layout (``history.zdict``), which stays shipped; the current one is another."""
-    earlier = (SERVICES / GAME_PACKAGES[game] / EARLIER_DICTIONARY_FILES[0]).read_bytes()
-    assert earlier != game_dictionary(game)
-    commits = [[5, 1, [[None, {"match_started": {"players": 2}}]], None]]
-    first = _deflate(msgspec.msgpack.encode(commits), earlier)
-    later = _deflate(msgspec.msgpack.encode([[6, 1, [], None]]), earlier + msgspec.msgpack.encode(commits))
-    plain = first_plain(first)
-    assert unpack_chunk(first, b"") == commits and unpack_chunk(later, plain) == [[6, 1, [], None]]
-
-
 def test_a_chunk_writes_each_version_as_its_rise_and_reads_it_back_whole() -> None:
     """Versions after a chunk's first are stored as -(1 + rise), and merged chunks (each
-    starting absolute) and chunks of before (all absolute) read back the same."""
+    starting absolute) read back the same."""
     versions = [7, 7, 8, 9, 9, 12, 13]
     elements = [msgspec.msgpack.encode([v, 1, [[None, b"\x01"]], None]) for v in versions]
     decoded = [msgspec.msgpack.decode(e) for e in elements]
@@ -427,8 +311,6 @@ def test_a_chunk_writes_each_version_as_its_rise_and_reads_it_back_whole() -> No
     assert [c[0] for c in unpack_chunk(later, plain)] == versions[2:5]
     merged = merge_chunks([later], elements[5:], first, "happy_mochi")
     assert [c[0] for c in unpack_chunk(merged, plain)] == versions[2:]
-    before = _deflate(msgspec.msgpack.encode([msgspec.msgpack.decode(e) for e in elements]))
-    assert [c[0] for c in unpack_chunk(before, b"")] == versions
 
 
 def test_a_chunk_naming_an_unknown_dictionary_is_refused_by_name() -> None:
@@ -497,13 +379,3 @@ async def test_the_dictionary_tool_samples_whole_matches_as_stored(redis_url: st
     written = dictionary(matches)
     assert MAX_BYTES - 2000 < len(written) <= MAX_BYTES
     assert written.startswith(plain_chunk(matches[0]))
-
-
-def test_the_history_layout_setting_takes_v1_or_v2_and_stops_on_anything_else(monkeypatch) -> None:
-    monkeypatch.setenv("MOGAMES_TOKEN_SECRET", "x" * 16)
-    assert ServiceSettings.from_env("mori").history_layout == "v2"
-    monkeypatch.setenv("MOGAMES_HISTORY_LAYOUT", "V1")
-    assert ServiceSettings.from_env("mori").history_layout == "v1"
-    monkeypatch.setenv("MOGAMES_HISTORY_LAYOUT", "v3")
-    with pytest.raises(SettingsError, match="MOGAMES_HISTORY_LAYOUT must be one of v1, v2, got 'v3'"):
-        ServiceSettings.from_env("mori")

@@ -13,13 +13,10 @@ become one, which compresses 128 commits together rather than 16 at a time (abou
 quarter fewer bytes); the first chunk, being part of the others' dictionary, stays as it is.
 
 zlib names the dictionary a stream needs by its Adler-32 (the header's DICTID), so a chunk
-says for itself which one it was made with, and chunks stored before the shipped
-dictionaries (the first alone, later ones with the first chunk only) still read. A shipped
-dictionary is therefore never changed: chunks made with it need it for as long as they
-are kept. When the layout of commits changes, a new file takes over for new chunks and the
-old one stays, read only (``history.zdict``: event bodies as MessagePack maps, before they
-were stored as MatchEvent bytes). ``python -m deploy.history_dictionaries`` writes the
-current one for a game that has none.
+says for itself which one it was made with (a game that ships none compresses its first
+chunk alone and the later ones with the first). A shipped dictionary is therefore never
+changed: chunks made with it need it for as long as they are kept.
+``python -m deploy.history_dictionaries`` writes one for a game that has none.
 """
 
 from __future__ import annotations
@@ -34,13 +31,6 @@ import msgspec
 from services.catalog import GAME_PACKAGES
 
 DICTIONARY_FILE = "history-events.zdict"
-EARLIER_DICTIONARY_FILES = ("history.zdict",)
-# The layouts a replica writes, oldest first (it reads every one). v1: event bodies as
-# MessagePack maps, versions whole, chunks made with ``history.zdict`` (what releases before
-# v2 read); v2: bodies as MatchEvent bytes (services/runtime/event_packing.py), versions as
-# rises, ``history-events.zdict``.
-LAYOUTS = ("v1", "v2")
-CURRENT = LAYOUTS[-1]
 _SERVICES = Path(__file__).resolve().parents[1]
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
@@ -65,34 +55,25 @@ def dictionary_path(game: str) -> Path:
 
 
 @functools.cache
-def game_dictionary(game: str, layout: str = CURRENT) -> bytes:
-    """The dictionary ``game`` ships for chunks of ``layout`` (b"": none)."""
-    path = (
-        dictionary_path(game)
-        if layout == CURRENT
-        else dictionary_path(game).with_name(EARLIER_DICTIONARY_FILES[0])
-    )
+def game_dictionary(game: str) -> bytes:
+    """The dictionary ``game`` ships (b"": none)."""
+    path = dictionary_path(game)
     return path.read_bytes() if path.is_file() else b""
 
 
 @functools.cache
 def _shipped() -> dict[int, bytes]:
-    """Every shipped dictionary, current and earlier, by its Adler-32."""
-    names = (DICTIONARY_FILE, *EARLIER_DICTIONARY_FILES)
-    paths = [_SERVICES / package / name for package in GAME_PACKAGES.values() for name in names]
-    return {zlib.adler32(d): d for path in paths if path.is_file() and (d := path.read_bytes())}
+    """Every shipped dictionary, by its Adler-32."""
+    return {zlib.adler32(d): d for game in GAME_PACKAGES if (d := game_dictionary(game))}
 
 
-def plain_chunk(commits: list[list[Any]], layout: str = CURRENT) -> bytes:
+def plain_chunk(commits: list[list[Any]]) -> bytes:
     """A chunk before compression: ``commits`` (tail elements, decoded) in one MessagePack
     array, each version after the first written as its rise over the one before, negated
-    less one (a rise of 1, the usual one, is -2: one byte, the same every commit). An
-    absolute version is never negative, so chunks made before, all absolute, read the
-    same, and joining chunks needs no rewriting. Every commit repeating its version in full
-    broke deflate's matches across commits: a quarter more bytes (docs/storage.md). Layout
-    v1 writes every version whole."""
-    if layout != CURRENT:
-        return _pack(commits)
+    less one (a rise of 1, the usual one, is -2: one byte, the same every commit). A chunk's
+    first version is absolute (never negative), so joining chunks needs no rewriting. Every
+    commit repeating its version in full broke deflate's matches across commits: a quarter
+    more bytes (docs/storage.md)."""
     coded: list[list[Any]] = []
     previous: int | None = None
     for commit in commits:
@@ -112,11 +93,11 @@ def _absolute(commits: list[list[Any]]) -> list[list[Any]]:
     return commits
 
 
-def pack_chunk(elements: list[bytes], first_chunk: bytes | None, game: str, layout: str = CURRENT) -> bytes:
-    """The archive element, in ``layout``, of ``elements`` (packed tail elements) of a
-    ``game`` match whose archive starts with ``first_chunk`` (None: this is its first chunk)."""
-    raw = plain_chunk([_unpack(element) for element in elements], layout)
-    preset = game_dictionary(game, layout)
+def pack_chunk(elements: list[bytes], first_chunk: bytes | None, game: str) -> bytes:
+    """The archive element of ``elements`` (packed tail elements) of a ``game`` match whose
+    archive starts with ``first_chunk`` (None: this is its first chunk)."""
+    raw = plain_chunk([_unpack(element) for element in elements])
+    preset = game_dictionary(game)
     if first_chunk is not None:
         preset += first_plain(first_chunk)
     if not preset:
@@ -124,9 +105,7 @@ def pack_chunk(elements: list[bytes], first_chunk: bytes | None, game: str, layo
     return _deflate(raw, preset, zlib.Z_DEFAULT_COMPRESSION)
 
 
-def merge_chunks(
-    chunks: list[bytes], elements: list[bytes], first_chunk: bytes, game: str, layout: str = CURRENT
-) -> bytes:
+def merge_chunks(chunks: list[bytes], elements: list[bytes], first_chunk: bytes, game: str) -> bytes:
     """One archive element holding the commits of ``chunks`` (later chunks of a ``game``
     match whose archive starts with ``first_chunk``, in order) and then ``elements``:
     deflate finds more to reuse in eight chunks' worth than in each alone (docs/storage.md)."""
@@ -135,7 +114,7 @@ def merge_chunks(
     for chunk in chunks:
         commits += _absolute(_unpack(_inflate(chunk, _preset(chunk, first))))
     commits += [_unpack(element) for element in elements]
-    return _deflate(plain_chunk(commits, layout), game_dictionary(game, layout) + first, MERGED_LEVEL)
+    return _deflate(plain_chunk(commits), game_dictionary(game) + first, MERGED_LEVEL)
 
 
 def is_merged(chunk: bytes) -> bool:

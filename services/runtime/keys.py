@@ -12,12 +12,6 @@ def match(match_id: str) -> str:
     return f"{PREFIX}:{{{match_id}}}:match"
 
 
-def events(match_id: str) -> str:
-    """Stream of the match's events (entry ids ``<version>-<seq>``) of matches stored before
-    the tail and archive: read only, never written any more."""
-    return f"{PREFIX}:{{{match_id}}}:events"
-
-
 def tail(match_id: str) -> str:
     """List of the match's latest commits' events, one element per commit (services.runtime.store)."""
     return f"{PREFIX}:{{{match_id}}}:tail"

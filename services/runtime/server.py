@@ -59,7 +59,7 @@ async def build(settings: ServiceSettings) -> GameService:
     server = serving.new_server(
         settings.limits, ClientBudgets(client, settings), settings.max_connection_age_s
     )
-    service = MatchService(rules, MatchStore(client, settings.game, settings.history_layout), settings)
+    service = MatchService(rules, MatchStore(client, settings.game), settings)
     GameServicer(service, codec).add_to_server(server)
     checker = await serving.add_health_and_reflection(server, [rules.GAME.full_service])
     # grpc raises when the port is taken: before the scheduler starts, since a running

@@ -8,7 +8,6 @@ import os
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-from services.runtime.history_chunks import LAYOUTS
 from services.runtime.redis_client import RedisUrlError, check_url
 
 
@@ -85,13 +84,6 @@ def _log_level() -> str:
     if level not in LOG_LEVELS:
         raise SettingsError(f"MOGAMES_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
     return level
-
-
-def _history_layout() -> str:
-    layout = _str("MOGAMES_HISTORY_LAYOUT", LAYOUTS[-1]).lower()
-    if layout not in LAYOUTS:
-        raise SettingsError(f"MOGAMES_HISTORY_LAYOUT must be one of {', '.join(LAYOUTS)}, got {layout!r}")
-    return layout
 
 
 def _is_set(name: str) -> bool:
@@ -200,9 +192,6 @@ class ServiceSettings:
     # A quiet WatchMatch sends a Heartbeat this often, so proxies keep the stream and a
     # vanished client is noticed at the next write.
     heartbeat_s: float = 15.0
-    # The layout new history is written in (README, "Storage"): "v1" while replicas of a
-    # release before v2 may still read it (a rolling upgrade), else the current "v2".
-    history_layout: str = LAYOUTS[-1]
 
     @classmethod
     def from_env(cls, game: str | None = None) -> ServiceSettings:
@@ -239,7 +228,6 @@ class ServiceSettings:
             max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             spectators=_bool("MOGAMES_SPECTATORS", True),
             heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 15, minimum=1),
-            history_layout=_history_layout(),
         )
 
 

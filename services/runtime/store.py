@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import json
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -36,15 +35,13 @@ from services.engine import EngineState
 from services.runtime import keys, metrics
 from services.runtime.due import wake_lua
 from services.runtime.event_packing import EventPacking, packing_for
-from services.runtime.history_chunks import CURRENT as CURRENT_LAYOUT
-from services.runtime.history_chunks import LAYOUTS, first_plain, merge_chunks, pack_chunk, unpack_chunk
+from services.runtime.history_chunks import first_plain, merge_chunks, pack_chunk, unpack_chunk
 from services.runtime.redis_client import IdleClosingPool, RedisClient, text
 
 log = structlog.get_logger("store")
 
-# Documents and events are stored as MessagePack: smaller than JSON (no quoted keys, no
-# separators; ~0.65 of the bytes) and faster to make and read. JSON written before still
-# reads (a JSON document starts with "{", a MessagePack map or array never does).
+# Records and history elements are MessagePack: smaller than JSON (no quoted keys, no
+# separators; ~0.65 of the bytes) and faster to make and read.
 _pack = msgspec.msgpack.Encoder().encode
 _json = msgspec.json.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
@@ -69,17 +66,6 @@ MAX_PENDING_CHUNKS = 10_000
 
 # A stream position, (version, seq) of an event.
 Position = tuple[int, int]
-
-
-def _decode(raw: str | bytes) -> Any:
-    if isinstance(raw, str) or raw[:1] == b"{":
-        return json.loads(raw)
-    return _unpack(raw)
-
-
-def _as_map(body: dict[str, Any]) -> dict[str, Any]:
-    """An event body as history layout v1 stores it: itself, a MessagePack map."""
-    return body
 
 
 def request_digest(seat: int, request_id: str) -> bytes:
@@ -201,8 +187,8 @@ class MatchRecord:
     seats: list[str | None]
     status: str
     version: int
-    # The engine's state as stored: its MessagePack (``encode_state``), or a dict in a record
-    # stored as JSON before; ``StateDecoder`` reads either.
+    # The engine's state as stored: its MessagePack (``encode_state``), which ``StateDecoder``
+    # reads.
     state: Any
     created_at: float
     updated_at: float
@@ -219,12 +205,11 @@ class MatchRecord:
         return _pack({f.name: getattr(self, f.name) for f in _RECORD_FIELDS})
 
     @classmethod
-    def decode(cls, raw: str | bytes, rev: int) -> MatchRecord:
-        if isinstance(raw, str) or raw[:1] == b"{":
-            return cls(**json.loads(raw), rev=rev)
+    def decode(cls, raw: bytes | str, rev: int) -> MatchRecord:
+        """``raw`` as redis-py types a reply (its clients here never decode to str)."""
         # The state is left encoded (msgspec.Raw): its engine's typed decoder reads it, once,
         # and only when no decoded state of this rev is at hand.
-        stored = _decode_record(raw)
+        stored = _decode_record(raw.encode() if isinstance(raw, str) else raw)
         return cls(**{name: getattr(stored, name) for name in _STORED_FIELDS}, rev=rev)
 
 
@@ -261,17 +246,14 @@ def encode_state(state: EngineState) -> msgspec.Raw:
 
 
 class StateDecoder:
-    """Reads ``State`` from a record's stored state: by msgspec's decoder typed with the
-    State Struct (no dicts built on the way), or ``from_dict`` of a JSON-era dict."""
+    """Reads ``State`` from a record's stored state by msgspec's decoder typed with the
+    State Struct (no dicts built on the way)."""
 
     def __init__(self, state_class: type[EngineState]) -> None:
-        self._from_dict = state_class.from_dict
         self._decode = msgspec.msgpack.Decoder(state_class).decode
 
-    def __call__(self, stored: Any) -> Any:
-        if isinstance(stored, msgspec.Raw | bytes):
-            return self._decode(stored)
-        return self._from_dict(stored)
+    def __call__(self, stored: msgspec.Raw | bytes) -> Any:
+        return self._decode(stored)
 
 
 @dataclass(frozen=True)
@@ -284,14 +266,6 @@ class StoredEvent:
     @property
     def stream_id(self) -> str:
         return f"{self.version}-{self.seq}"
-
-    @classmethod
-    def from_entry(cls, entry_id: bytes | str, fields: dict[Any, Any]) -> StoredEvent:
-        """An event of the per-event stream matches were stored in before the tail."""
-        version, seq = (int(part) for part in text(entry_id).split("-"))
-        data = _decode(fields[b"e"] if b"e" in fields else fields["e"])
-        to, body = (data["to"], data["body"]) if isinstance(data, dict) else data
-        return cls(version=version, seq=seq, to=None if to is None else tuple(to), body=body)
 
     def visible_to(self, seat: int | None) -> bool:
         return self.to is None or (seat is not None and seat in self.to)
@@ -310,8 +284,7 @@ class StoredCommit:
     """One commit's events (all of one version, numbered from ``first_seq``), as stored:
     ``[version, first_seq, [[to, body], ...], answer]`` (answer: ``[active_seats, status]``
     of a SubmitMove with a request id, else nil). A body is its game's MatchEvent bytes
-    (services/runtime/event_packing.py), or a map: in commits stored before those, and by
-    a replica writing history layout v1."""
+    (services/runtime/event_packing.py)."""
 
     version: int
     first_seq: int
@@ -319,12 +292,9 @@ class StoredCommit:
     answer: RecordedAnswer | None
 
     @classmethod
-    def of(
-        cls, events: list[StoredEvent], answer: RecordedAnswer | None, pack: Callable[[dict[str, Any]], Any]
-    ) -> bytes:
-        """The tail element of ``events``, each body as ``pack`` makes it (EventPacking.pack;
-        history layout v1: the body itself)."""
-        body = [[e.to, pack(e.body)] for e in events]
+    def of(cls, events: list[StoredEvent], answer: RecordedAnswer | None, packing: EventPacking) -> bytes:
+        """The tail element of ``events``."""
+        body = [[e.to, packing.pack(e.body)] for e in events]
         extra = None if answer is None else [answer.active_seats, answer.status]
         return _pack([events[0].version, events[0].seq, body, extra])
 
@@ -332,12 +302,7 @@ class StoredCommit:
     def decode(cls, data: list[Any], packing: EventPacking) -> StoredCommit:
         version, first, body, extra = data
         events = [
-            StoredEvent(
-                version,
-                first + i,
-                None if to is None else tuple(to),
-                event if isinstance(event, dict) else packing.unpack(event),
-            )
+            StoredEvent(version, first + i, None if to is None else tuple(to), packing.unpack(event))
             for i, (to, event) in enumerate(body)
         ]
         answer = None if extra is None else RecordedAnswer(list(extra[0]), str(extra[1]))
@@ -363,18 +328,11 @@ class CommitResult:
 
 class MatchStore:
     """The matches of one game (``game``: its short name, which says how its events are
-    stored), whose new history it writes in ``layout`` (history_chunks.LAYOUTS; it reads
-    every one)."""
+    stored)."""
 
-    def __init__(self, client: RedisClient, game: str, layout: str = CURRENT_LAYOUT) -> None:
-        if layout not in LAYOUTS:
-            raise ValueError(f"history layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    def __init__(self, client: RedisClient, game: str) -> None:
         self.redis = client
         self.packing = packing_for(game)
-        self.layout = layout
-        self._pack_body: Callable[[dict[str, Any]], Any] = (
-            self.packing.pack if layout == CURRENT_LAYOUT else _as_map
-        )
         self._commit = client.register_script(_COMMIT)
         self._load_for_request = client.register_script(_LOAD_FOR_REQUEST)
         # One Redis: the feed entry goes in the commit script (one round trip). A cluster
@@ -467,7 +425,7 @@ class MatchStore:
             ttl_s,
             request,
             record.version,
-            StoredCommit.of(events, answer, self._pack_body) if events else "",
+            StoredCommit.of(events, answer, self.packing) if events else "",
             events[-1].stream_id if events else "",
             feed.maxlen if feed is not None else 0,
             _json(feed_fields) if in_commit else b"",
@@ -522,10 +480,10 @@ class MatchStore:
         handed out to merge, if any); the next commit takes them in (only if the tail still
         starts with them, so the archive is still as it was)."""
         if to_merge and first_chunk is not None:
-            chunk = merge_chunks(to_merge, elements, first_chunk, game, self.layout)
+            chunk = merge_chunks(to_merge, elements, first_chunk, game)
             self._pending[match_id] = (elements[0], chunk, len(to_merge))
         else:
-            self._pending[match_id] = (elements[0], pack_chunk(elements, first_chunk, game, self.layout), 0)
+            self._pending[match_id] = (elements[0], pack_chunk(elements, first_chunk, game), 0)
         self._pending.move_to_end(match_id)
         while len(self._pending) > MAX_PENDING_CHUNKS:
             self._pending.popitem(last=False)
@@ -587,31 +545,20 @@ class MatchStore:
     async def _commits_after(self, match_id: str, after: Position, tail: list[bytes]) -> list[StoredCommit]:
         """The stored commits holding events after ``after``, oldest first: the tail read,
         and when it starts past ``after``, the archive (read after the tail: a chunk
-        archived meanwhile is in both, and counted once) and the stream of matches stored
-        before the tail."""
+        archived meanwhile is in both, and counted once)."""
         commits = [StoredCommit.decode(_unpack(element), self.packing) for element in tail]
         if _reach(commits, after):
             return [c for c in commits if _last(c) > after]
         older: list[StoredCommit] = []
-        reached = False
         chunks: Any = await self.redis.lrange(keys.archive(match_id), 0, -1)
         first = first_plain(chunks[0]) if chunks else b""
         for chunk in reversed(chunks):
             decoded = [StoredCommit.decode(item, self.packing) for item in unpack_chunk(chunk, first)]
             older[:0] = decoded
             if _first(decoded[0]) <= after:
-                reached = True
                 break
         older += [c for c in commits if not older or _last(c) > _last(older[-1])]
-        if not reached and (not older or _first(older[0]) != (0, 1)):
-            older[:0] = await self._legacy(match_id, after)
         return [c for c in older if _last(c) > after]
-
-    async def _legacy(self, match_id: str, after: Position) -> list[StoredCommit]:
-        """Events of the per-event stream (``keys.events``) of a match stored before the tail."""
-        entries: Any = await self.redis.xrange(keys.events(match_id), f"({after[0]}-{after[1]}", "+")
-        events = [StoredEvent.from_entry(entry_id, fields) for entry_id, fields in entries]
-        return [StoredCommit(e.version, e.seq, [e], None) for e in events]
 
 
 def _reach(commits: list[StoredCommit], after: Position) -> bool:
