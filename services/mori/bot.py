@@ -1,6 +1,6 @@
 """Mori's bot adapter (``services/bots``): determinization, playout policy, evaluation.
 
-What a seat knows beyond its view: every card played this round (``card_played`` and
+What a seat knows beyond its view: every card played in the current round (``card_played`` and
 ``trick_won`` are public), so with ``history`` the other seats' score piles are known
 exactly and a seat that did not follow a suit is known to hold none of it. Without it the
 piles are sampled from the unseen cards, with their sizes and X counts as the view shows.
