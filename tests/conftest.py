@@ -26,7 +26,7 @@ from services.runtime.server import build as build_service
 from services.runtime.settings import GatewaySettings, ServiceSettings
 from tests.helpers import bounded
 
-pytest_plugins = ["tests.cluster_fixtures", "tests.machine_share"]
+pytest_plugins = ["tests.activity_entries", "tests.cluster_fixtures", "tests.machine_share"]
 
 TOKEN_SECRET = b"test-secret-0123456789abcdef"
 REPLICAS = 2

@@ -74,3 +74,32 @@ def notify(match_id: str) -> str:
 def match_of_notify(channel: str) -> str:
     """The match id of a ``notify`` channel name."""
     return channel[channel.index("{") + 1 : channel.rindex("}")]
+
+
+def activity(game: str) -> str:
+    """Capped stream of one game's player-facing notices (your turn, started, ended, timed
+    out), read by the notifier and ratings workers' consumer groups."""
+    return f"{PREFIX}:game:{game}:activity"
+
+
+def notify_dead_letters() -> str:
+    """Stream of webhook notifications given up after the configured tries (services.workers)."""
+    return f"{PREFIX}:notify:dead"
+
+
+def notify_settings(player_id: str) -> str:
+    """Hash of one player's webhook settings: quiet hours (``start``, ``end``, ``zone``)."""
+    return f"{PREFIX}:{{player:{player_id}}}:notify"
+
+
+def muted_matches(player_id: str) -> str:
+    """Set of the match ids one player switched "notify me" off for."""
+    return f"{PREFIX}:{{player:{player_id}}}:muted"
+
+
+def ladder(ladder_name: str, part: str) -> str:
+    """One rating ladder's keys, all under one hash tag so one script updates a match's
+    players, the leaderboard and the match's marker together: ``board`` (sorted set by
+    ordinal), ``player:<id>`` (hash: mu, sigma, matches), ``history:<id>`` (list, newest
+    first), ``rated:<match id>`` (the marker that the match was counted)."""
+    return f"{PREFIX}:{{ladder:{ladder_name}}}:{part}"
