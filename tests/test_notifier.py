@@ -1,0 +1,221 @@
+"""The notifier worker as a real process calling a real HTTP receiver on loopback: exactly
+the expected notifications, signed; none lost when the worker is killed mid-delivery or
+the receiver is down for a while; the dead-letter stream after the documented tries."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import random
+import signal
+import time
+from collections import defaultdict
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from services.runtime import keys
+from services.runtime.errors import InvalidArgument
+from services.workers import notify_settings
+from services.workers.notify_settings import QuietHours
+from tests.activity_entries import add_entry, entry_fields, start_worker
+from tests.helpers import wait_until
+from tests.webhook_receiver import Call, Receiver
+
+SECRET = "webhook-secret-0123456789"
+GAMES = ["happy_mochi", "mori", "more", "morisi", "momiji"]
+
+
+def async_matches(count: int, seed: int, at_ms: int) -> tuple[list[dict[str, str]], set[str]]:
+    """Every notice of ``count`` matches played a move at a time (started, turns, a time-out,
+    ended), some seats bots or anonymous; and the idempotency keys they should produce."""
+    rng = random.Random(seed)
+    entries, expected = [], set()
+    for number in range(count):
+        game = GAMES[number % len(GAMES)]
+        players = 3
+        ids = [f"player-{rng.randrange(12)}-{seat}" for seat in range(players)]
+        bots = [2] if number % 4 == 0 else []
+        if number % 5 == 0:
+            ids[1] = ""
+        ids = ["" if seat in bots else p for seat, p in enumerate(ids)]
+        match_id = f"async-{number}"
+        notices = [("match_started", list(range(players)), "IN_PROGRESS")]
+        notices += [("your_turn", [turn % players], "IN_PROGRESS") for turn in range(4)]
+        notices += [("timed_out", [1], "IN_PROGRESS"), ("match_ended", list(range(players)), "FINISHED")]
+        for version, (notice, seats, status) in enumerate(notices, start=1):
+            fields = entry_fields(
+                notice, game, match_id, version, ids, at_ms=at_ms, bots=bots, seats=seats, status=status,
+                deadlines={seat: at_ms + 86_400_000 for seat in seats} if notice == "your_turn" else {},
+            )  # fmt: skip
+            entries.append(fields)
+            expected |= {f"{match_id}:{version}:{notice}:{ids[s]}" for s in seats if ids[s]}
+    return entries, expected
+
+
+def check_signed(call: Call) -> dict:
+    expected = "sha256=" + hmac.new(SECRET.encode(), call.body, hashlib.sha256).hexdigest()
+    assert hmac.compare_digest(call.headers["mogames-signature"], expected)
+    body = json.loads(call.body)
+    assert call.headers["idempotency-key"] == body["id"]
+    assert body["id"] == f"{body['match_id']}:{body['version']}:{body['notice']}:{body['player_id']}"
+    return body
+
+
+def notifier_env(receiver: Receiver, **more: str) -> dict[str, str]:
+    return {
+        "MOGAMES_WEBHOOK_URL": receiver.url,
+        "MOGAMES_WEBHOOK_SECRET": SECRET,
+        "MOGAMES_CLAIM_EVERY_MS": "200",
+        **more,
+    }
+
+
+@pytest.fixture
+def receiver():
+    receiver = Receiver()
+    receiver.start()
+    yield receiver
+    receiver.stop()
+
+
+async def test_20_async_matches_give_exactly_the_expected_signed_notifications(
+    worker_redis, workers, receiver, tmp_path
+):
+    url, client = worker_redis
+    now_ms = int(time.time() * 1000)
+    entries, expected = async_matches(20, seed=3, at_ms=now_ms)
+    # One player asleep (quiet hours around now, in their zone); one match muted by a player.
+    sleeper = json.loads(entries[0]["players"])[0]
+    zone = "Asia/Tokyo"
+    here = datetime.now(ZoneInfo(zone))
+    start = (here.hour * 60 + here.minute - 60) % 1440
+    await notify_settings.update(client, sleeper, QuietHours(start, (start + 180) % 1440, zone), [], [])
+    muter_entry = entries[7 * 3]
+    muter, muted_match = json.loads(muter_entry["players"])[0], muter_entry["match_id"]
+    await notify_settings.update(client, muter, None, [], [muted_match, "another"])
+    await notify_settings.update(client, muter, None, ["another"], [])
+    expected = {
+        k
+        for k in expected
+        if not k.endswith(f":{sleeper}") and not (k.startswith(f"{muted_match}:") and k.endswith(f":{muter}"))
+    }
+    for fields in entries:
+        await add_entry(client, fields)
+    workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **notifier_env(receiver)))
+    await wait_until(lambda: _has(receiver, expected), f"{len(expected)} notifications", 60)
+    await asyncio.sleep(1.0)  # nothing more comes
+    calls = receiver.received()
+    keys_seen = [check_signed(call)["id"] for call in calls]
+    assert sorted(keys_seen) == sorted(expected)
+    body = json.loads(next(c.body for c in calls if b'"your_turn"' in c.body))
+    assert body["deadline_ms"] == now_ms + 86_400_000 and body["game"] in GAMES
+    assert await client.xlen(keys.notify_dead_letters()) == 0
+
+
+async def _has(receiver: Receiver, expected: set[str]) -> bool:
+    return {json.loads(call.body)["id"] for call in receiver.received()} >= expected
+
+
+async def test_a_notifier_killed_mid_delivery_loses_none(worker_redis, workers, receiver, tmp_path):
+    url, client = worker_redis
+    receiver.delay_s = 0.05
+    entries, expected = async_matches(20, seed=5, at_ms=int(time.time() * 1000))
+    for fields in entries:
+        await add_entry(client, fields)
+    log = tmp_path / "notifier.log"
+    env = notifier_env(receiver, MOGAMES_CLAIM_IDLE_MS="500", MOGAMES_NOTIFY_CONCURRENCY="8")
+    workers.append(start_worker("notifier", url, log, MOGAMES_WORKER_NAME="first", **env))
+    await wait_until(lambda: _count_at_least(receiver, len(expected) // 3), "a third delivered", 60)
+    workers[0].send_signal(signal.SIGKILL)
+    assert workers[0].wait(timeout=20) == -signal.SIGKILL
+    delivered_before = len(receiver.received())
+    assert delivered_before < len(expected)
+    workers.append(start_worker("notifier", url, log, MOGAMES_WORKER_NAME="second", **env))
+    await wait_until(lambda: _has(receiver, expected), "every notification after the kill", 60)
+    by_key: dict[str, list[Call]] = defaultdict(list)
+    for call in receiver.received():
+        by_key[check_signed(call)["id"]].append(call)
+    assert set(by_key) == expected
+    for calls in by_key.values():
+        # A duplicate is the same notification: same key, same body, same signature.
+        assert {(c.body, c.headers["mogames-signature"]) for c in calls} == {
+            (calls[0].body, calls[0].headers["mogames-signature"])
+        }
+
+
+async def _count_at_least(receiver: Receiver, count: int) -> bool:
+    return len(receiver.received()) >= count
+
+
+async def test_a_receiver_down_for_a_while_gets_every_notification_when_back(
+    worker_redis, workers, receiver, tmp_path
+):
+    url, client = worker_redis
+    receiver.stop()
+    entries, expected = async_matches(4, seed=7, at_ms=int(time.time() * 1000))
+    for fields in entries:
+        await add_entry(client, fields)
+    env = notifier_env(receiver, MOGAMES_NOTIFY_FIRST_BACKOFF_MS="100", MOGAMES_NOTIFY_MAX_TRIES="10")
+    workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **env))
+    await asyncio.sleep(1.5)
+    assert receiver.received() == []
+    receiver.start()
+    await wait_until(lambda: _has(receiver, expected), "every notification once the receiver is back", 60)
+    assert {check_signed(call)["id"] for call in receiver.received()} == expected
+    assert await client.xlen(keys.notify_dead_letters()) == 0
+
+
+async def test_notifications_nobody_takes_land_in_the_dead_letter_stream(
+    worker_redis, workers, receiver, tmp_path
+):
+    url, client = worker_redis
+    receiver.stop()
+    entries, expected = async_matches(2, seed=9, at_ms=int(time.time() * 1000))
+    for fields in entries:
+        await add_entry(client, fields)
+    env = notifier_env(receiver, MOGAMES_NOTIFY_FIRST_BACKOFF_MS="20", MOGAMES_NOTIFY_MAX_TRIES="3")
+    workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **env))
+
+    async def all_dead() -> bool:
+        return await client.xlen(keys.notify_dead_letters()) >= len(expected)
+
+    await wait_until(all_dead, "every notification dead-lettered", 60)
+    dead = await client.xrange(keys.notify_dead_letters())
+    assert {d[b"key"].decode() for _, d in dead} == expected
+    assert {d[b"tries"] for _, d in dead} == {b"3"}
+    for _, fields in dead:
+        assert json.loads(fields[b"body"])["id"] == fields[b"key"].decode()
+
+    async def acknowledged() -> bool:
+        pending = [await client.xpending(keys.activity(game), "notifier") for game in GAMES[:2]]
+        return all(int(info["pending"]) == 0 for info in pending)
+
+    await wait_until(acknowledged, "the entries acknowledged", 20)
+
+
+def test_quiet_hours_span_midnight_in_the_players_zone():
+    # 23:00-07:00 in Warsaw (UTC+1 in winter): 22:30 UTC is 23:30 there.
+    night = QuietHours(23 * 60, 7 * 60, "Europe/Warsaw")
+    at = 1_700_000_000  # 2023-11-14 22:13:20 UTC
+    assert night.covers(at)
+    assert not night.covers(at + 9 * 3600)
+    assert not QuietHours(600, 600, "").covers(at)
+    assert QuietHours(22 * 60, 23 * 60, "").covers(at)
+
+
+async def test_bad_settings_are_refused_and_change_nothing(worker_redis):
+    _url, client = worker_redis
+    cases = [
+        (QuietHours(1440, 0, ""), [], [], "quiet_hours.start_minute"),
+        (QuietHours(0, 60, "Mars/Olympus"), [], [], "quiet_hours.time_zone"),
+        (None, ["m1"], ["m1"], "mute_matches"),
+    ]
+    for quiet, on, off, field in cases:
+        with pytest.raises(InvalidArgument) as refused:
+            await notify_settings.update(client, "p", quiet, on, off)
+        assert refused.value.field == field
+    assert await client.keys("*") == []
