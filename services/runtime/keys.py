@@ -89,12 +89,12 @@ def notify_dead_letters() -> str:
 
 def notify_settings(player_id: str) -> str:
     """Hash of one player's webhook settings: quiet hours (``start``, ``end``, ``zone``)."""
-    return f"{PREFIX}:{{player:{player_id}}}:notify"
+    return f"{PREFIX}:{{p:{player_id}}}:notify"
 
 
 def muted_matches(player_id: str) -> str:
-    """Set of the match ids one player switched "notify me" off for."""
-    return f"{PREFIX}:{{player:{player_id}}}:muted"
+    """Sorted set of the match ids one player switched "notify me" off for (score: when)."""
+    return f"{PREFIX}:{{p:{player_id}}}:muted"
 
 
 def ladder(ladder_name: str, part: str) -> str:
