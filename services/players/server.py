@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import grpc
 from mogames.players.v1 import players_pb2
 
+from services.players.oidc import OidcVerifier
 from services.players.servicer import PlayersServicer
 from services.runtime import logs, metrics, serving
 from services.runtime.redis_client import RedisClient, connect
@@ -63,6 +64,8 @@ async def main(settings: PlayersSettings) -> None:
 def cli(argv: list[str]) -> None:
     try:
         settings = PlayersSettings.from_env()
+        if settings.oidc is not None:
+            OidcVerifier(settings.oidc)  # a JWKS file that is no JWKS stops the start here
     except SettingsError as error:
         sys.exit(f"mogames players: bad settings: {error}")
     logs.configure(settings.log_level, service="players", replica=settings.listen)

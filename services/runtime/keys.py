@@ -103,3 +103,41 @@ def ladder(ladder_name: str, part: str) -> str:
     ordinal), ``player:<id>`` (hash: mu, sigma, matches), ``history:<id>`` (list, newest
     first), ``rated:<match id>`` (the marker that the match was counted)."""
     return f"{PREFIX}:{{ladder:{ladder_name}}}:{part}"
+
+
+# A player's keys share the hash tag ``{p:<player id>}``: one slot, one script.
+
+
+def player_profile(player_id: str) -> str:
+    """Hash: display name, locale, creation ms, the device and identity keys that sign in to it."""
+    return f"{PREFIX}:{{p:{player_id}}}:profile"
+
+
+def player_matches(player_id: str) -> str:
+    """Sorted set of the player's matches (``<game>/<match id>``), scored by their last commit ms."""
+    return f"{PREFIX}:{{p:{player_id}}}:matches"
+
+
+def player_match_facts(player_id: str) -> str:
+    """Hash ``<game>/<match id>`` -> the match's facts as of its latest commit, with the rev."""
+    return f"{PREFIX}:{{p:{player_id}}}:facts"
+
+
+def player_turns(player_id: str) -> str:
+    """Pub/sub channel of the player's notices, for WatchMyTurns."""
+    return f"{PREFIX}:{{p:{player_id}}}:turns"
+
+
+def device(device_digest: str) -> str:
+    """Hash of a guest device (by a digest of its id): its player and its secret's digest."""
+    return f"{PREFIX}:device:{device_digest}"
+
+
+def identity(identity_digest: str) -> str:
+    """String: the player an OpenID Connect identity (a digest of issuer and subject) signs in to."""
+    return f"{PREFIX}:identity:{identity_digest}"
+
+
+def refresh_token(token_digest: str) -> str:
+    """String: the player a refresh token (by its digest) renews a session of; single use."""
+    return f"{PREFIX}:refresh:{token_digest}"

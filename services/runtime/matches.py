@@ -8,6 +8,7 @@ knows about protobuf or gRPC: the servicer translates, ``errors`` maps.
 from __future__ import annotations
 
 import contextlib
+import functools
 import random
 import secrets
 import time
@@ -21,6 +22,7 @@ import structlog
 
 from services.engine import Event, GameInfo, MoveError, NotYourTurn, RuleViolation
 from services.runtime import auth, keys, metrics
+from services.runtime.activity import Activity, Pending
 from services.runtime.due import DueSet
 from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
 from services.runtime.settings import ServiceSettings
@@ -146,6 +148,7 @@ class MatchService:
         self.decode_state = StateDecoder(rules.State)
         self.hub = WatchHub(store, self.prompts, self.cached_record, self.remember)
         self.due = DueSet(store.redis, self.game.name)
+        self.activity = Activity(store.redis, self.game.name, settings.game_stream_maxlen)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -332,7 +335,11 @@ class MatchService:
                 keys.public_matches(self.game.name), {record.match_id: int(record.created_at * 1000)}
             )
 
-    async def join_match(self, match_id: str, player_name: str, request_id: str = "") -> Joined:
+    async def join_match(
+        self, match_id: str, player_name: str, request_id: str = "", player_id: str = ""
+    ) -> Joined:
+        """A free seat for ``player_name``, bound to ``player_id`` when the call carried a
+        session; a player already seated here gets that seat again (``seat_again``)."""
         name = player_name.strip()
         if not name or len(name) > MAX_PLAYER_NAME:
             raise InvalidArgument(
@@ -347,17 +354,37 @@ class MatchService:
             if seat is not None:
                 log.info("join_replayed", seat=seat)
                 return self.joined(record, seat)
+            mine = seats.seat_of_player(player_id)
+            if mine is not None:
+                again = await self.seat_again(record, mine)
+                if again is None:
+                    continue
+                return again
             status = self._status(record)
             if status != WAITING:
                 raise FailedPrecondition(f"match_full: match is {status}, no free seat", reason="match_full")
             seat = record.seats.index(None)
-            seats.seat_player(seat, self.now_ms(), self.settings.token_ttl_s)
+            seats.seat_player(seat, self.now_ms(), self.settings.token_ttl_s, player_id)
             seats.remember_join(request_id, seat)
             if await self.commit_events(record, self.seat_taken(record, seat, name)):
                 structlog.contextvars.bind_contextvars(seat=seat)
                 log.info("player_joined", started=record.status == IN_PROGRESS)
                 return self.joined(record, seat)
             # Another join won the race for this seat: read again and take the next one.
+
+    async def seat_again(self, record: MatchRecord, seat: int) -> Joined | None:
+        """The seat its player holds, from any device: a fresh token, committed as a rejoin
+        (the seat's older tokens are revoked, as by RejoinMatch); None when another write
+        won the race."""
+        status = self._status(record)
+        if status not in (WAITING, IN_PROGRESS):
+            raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
+        self.seats(record).renew_token(seat, self.now_ms(), self.settings.token_ttl_s)
+        if not await self.commit_events(record, [Event({"player_rejoined": {"seat": seat}})]):
+            return None
+        structlog.contextvars.bind_contextvars(seat=seat)
+        log.info("player_seated_again")
+        return self.joined(record, seat)
 
     def joined(self, record: MatchRecord, seat: int) -> Joined:
         seats = self.seats(record)
@@ -397,6 +424,9 @@ class MatchService:
         record.updated_at = self.clock()
         folded = wake and self.store.wakes_in_commit
         due = await self._clocks(record, None, lower=not folded)
+        pending = self.activity.before_commit(
+            self.seats(record), lambda: _active_seats(self.decode_state(record.state), record.status)
+        )
         with self.hub.committing(record.match_id):
             result = await self.store.commit(
                 record, stored, self._ttl(record), wake_due_ms=due if folded else None
@@ -406,6 +436,7 @@ class MatchService:
             record.rev = result.rev
             self.cache.evict(record.match_id)
             self.hub.committed(previous, stored, record)
+        await self._tell_players(pending, record, stored)
         if wake:
             await self._wake(record, due)
         return True
@@ -432,6 +463,7 @@ class MatchService:
         stored = self._advance(record, state, events)
         await self._clocks(record, seat, timed_out, hand_to_bot, state)
         feed = self._feed(record, seat, stored)
+        pending = self.activity.before_commit(self.seats(record), lambda: _active_seats(state, record.status))
         with self.hub.committing(record.match_id):
             result = await self.store.commit(record, stored, self._ttl(record), feed=feed)
             if result.outcome != "ok":
@@ -440,8 +472,16 @@ class MatchService:
             # Not kept: the scheduler goes on changing this record for its next step.
             self.cache.evict(record.match_id)
             self.hub.committed(previous, stored, record)
+        await self._tell_players(pending, record, stored)
         metrics.move_committed(self.game.name)
         return True
+
+    async def _tell_players(
+        self, pending: Pending | None, record: MatchRecord, stored: list[StoredEvent]
+    ) -> None:
+        """After a commit of a match with a seat bound to a player (services/runtime/activity.py)."""
+        if pending is not None:
+            await self.activity.after_commit(pending, self.facts(record), record.rev, stored, self.now_ms())
 
     async def _clocks(
         self,
@@ -531,6 +571,7 @@ class MatchService:
             folded = self.store.wakes_in_commit
             due = await self._clocks(record, seat, state=state, lower=not folded)
             active = _active_seats(state, record.status)
+            pending = self.activity.before_commit(self.seats(record), functools.partial(list, active))
             first = MoveResult(
                 version=record.version,
                 events=[e for e in stored if e.visible_to(seat)],
@@ -551,13 +592,17 @@ class MatchService:
                 if result.outcome == "duplicate" and not request_id:
                     # This attempt's own commit, re-sent after its reply was lost: it is in, and
                     # its compare-and-set made the next rev.
-                    return await self._committed(record, state, previous, stored, due, first, record.rev + 1)
+                    return await self._committed(
+                        record, state, previous, stored, due, first, record.rev + 1, pending
+                    )
                 if result.outcome == "duplicate":
                     # The same request won a race with itself: answer as the first one did, from
                     # the stored match (``record`` holds this attempt's uncommitted state).
                     return await self._replay(await self._load(match_id), seat, result.previous_version)
                 if result.outcome == "ok":
-                    return await self._committed(record, state, previous, stored, due, first, result.rev)
+                    return await self._committed(
+                        record, state, previous, stored, due, first, result.rev, pending
+                    )
             metrics.commit_conflict(self.game.name, retrying=expected_version is None)
             if expected_version is not None:
                 raise Aborted(
@@ -575,6 +620,7 @@ class MatchService:
         due: int | None,
         first: MoveResult,
         rev: int,
+        pending: Pending | None = None,
     ) -> MoveResult:
         """After this call's move is in: keep its state, tell this replica's watchers, wake
         the scheduler, answer."""
@@ -582,6 +628,7 @@ class MatchService:
         self.cache.put(record, state)
         self.hub.committed(previous, stored, record)
         metrics.move_committed(self.game.name)
+        await self._tell_players(pending, record, stored)
         await self._wake(record, due)
         log.debug("move_committed", version=record.version, status=record.status)
         return first

@@ -16,7 +16,7 @@ import structlog
 from google.protobuf.message import Message
 from mogames.common.v1 import common_pb2
 
-from services.runtime.auth import bearer_token
+from services.runtime.auth import bearer_token, player_of_session, session_token
 from services.runtime.codec import Codec, to_dict
 from services.runtime.errors import InvalidArgument, clip, to_refusal, to_service_error
 from services.runtime.lifecycle import Lifecycle
@@ -62,6 +62,17 @@ def _token(context: grpc.aio.ServicerContext) -> str | None:
     return bearer_token(context.invocation_metadata())
 
 
+def _player(context: grpc.aio.ServicerContext, service: MatchService) -> str:
+    """The player id of the call's ``mogames-session`` ("" without one); a bad or expired
+    session is refused rather than ignored, so a client never plays unbound unknowingly."""
+    token = session_token(context.invocation_metadata())
+    if token is None:
+        return ""
+    player_id = player_of_session(service.settings.token_secret, token, service.now_ms())
+    structlog.contextvars.bind_contextvars(player_id=player_id)
+    return player_id
+
+
 def _bind(**values: Any) -> None:
     structlog.contextvars.bind_contextvars(**values)
 
@@ -104,6 +115,7 @@ class GameServicer:
         getattr(self.codec.pb2_grpc, f"add_{self.codec.game.service}Servicer_to_server")(self, server)
 
     async def CreateMatch(self, request: Any, context: grpc.aio.ServicerContext) -> common_pb2.Match:
+        _player(context, self.service)
         seed = request.seed if request.HasField("seed") else None
         table = to_dict(request.table)
         facts = await self.lifecycle.create_match(request.players, seed, self.codec.options(request), table)
@@ -113,7 +125,10 @@ class GameServicer:
         self, request: common_pb2.JoinMatchRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.JoinMatchResponse:
         _bind(match_id=request.match_id, request_id=request.request_id)
-        joined = await self.service.join_match(request.match_id, request.player_name, request.request_id)
+        player_id = _player(context, self.service)
+        joined = await self.service.join_match(
+            request.match_id, request.player_name, request.request_id, player_id
+        )
         return joined_message(joined)
 
     async def GetMatch(
@@ -256,5 +271,6 @@ class GameServicer:
         self, request: common_pb2.AddBotRequest, context: grpc.aio.ServicerContext
     ) -> common_pb2.Match:
         _bind(match_id=request.match_id)
+        _player(context, self.service)
         seat = request.seat if request.HasField("seat") else None
         return match_message(await self.lifecycle.add_bot(request.match_id, seat, request.level))

@@ -396,6 +396,7 @@ class PlayersSettings:
     refresh_ttl_s: int = 30 * 24 * 3600
     # Sign-ins (and refreshes) one player may make per window, and one client address.
     sign_ins_per_window: int = 30
+    sign_ins_per_client: int = 300
     sign_in_window_s: int = 600
     oidc: OidcProvider | None = None
     # How long a finished match stays in its players' ListMyMatches.
@@ -418,9 +419,10 @@ class PlayersSettings:
             shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
             log_level=_log_level(),
             redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
-            session_ttl_s=_int("MOGAMES_SESSION_TTL_S", 3600, minimum=60),
+            session_ttl_s=_int("MOGAMES_SESSION_TTL_S", 3600, minimum=1),
             refresh_ttl_s=_int("MOGAMES_REFRESH_TTL_S", 30 * 24 * 3600, minimum=60),
             sign_ins_per_window=_int("MOGAMES_SIGN_IN_LIMIT", 30),
+            sign_ins_per_client=_int("MOGAMES_SIGN_IN_CLIENT_LIMIT", 300),
             sign_in_window_s=_int("MOGAMES_SIGN_IN_WINDOW_S", 600, minimum=1),
             oidc=_oidc_provider(),
             finished_listed_s=_int("MOGAMES_FINISHED_LISTED_S", 7 * 24 * 3600, minimum=60),

@@ -153,12 +153,27 @@ class Seats:
                 reason="token_revoked",
             )
 
-    def seat_player(self, seat: int, now_ms: int, ttl_s: int) -> None:
-        """A player takes ``seat``: a new token generation and a new rejoin key."""
+    def seat_player(self, seat: int, now_ms: int, ttl_s: int, player_id: str = "") -> None:
+        """A player takes ``seat``: a new token generation and a new rejoin key; bound to
+        ``player_id`` when a session came with the join ("" = anonymous)."""
         data = self.seats[seat]
         data["nonce"] = secrets.token_urlsafe(12)
         data["bot"] = ""
+        if player_id:
+            data["player"] = player_id
         self.renew_token(seat, now_ms, ttl_s)
+
+    def seat_of_player(self, player_id: str) -> int | None:
+        """The seat bound to ``player_id`` that the player still holds (not handed to a bot)."""
+        for seat, data in enumerate(self.seats):
+            if player_id and data.get("player") == player_id and data["nonce"]:
+                return seat
+        return None
+
+    def players(self) -> list[str]:
+        """The player id bound to each seat ("" for an anonymous or free seat); a seat handed
+        to a bot keeps it (the match stays the player's, the decisions are the bot's)."""
+        return [str(data.get("player", "")) for data in self.seats]
 
     def renew_token(self, seat: int, now_ms: int, ttl_s: int) -> None:
         data = self.seats[seat]

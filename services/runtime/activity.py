@@ -1,0 +1,176 @@
+"""What the players see of a commit: the activity stream, their match indexes, their turns.
+
+After a commit of a match with a seat bound to a player (a JoinMatch that carried a
+session), the authority:
+- appends a notice per event to the game's activity stream (``keys.activity``; fields in
+  docs/players.md): "match_started", "your_turn" when the set of active seats grows to
+  include a seat (not again for every move of a seat that keeps the turn), "timed_out",
+  "match_ended". The notifier and ratings workers read it with consumer groups.
+- writes the match's facts into each bound player's index (``keys.player_matches`` and
+  ``keys.player_match_facts``), newest revision wins, skipped once the player is deleted;
+  ListMyMatches reads only these.
+- publishes each notice to the player's channel (``keys.player_turns``) for WatchMyTurns.
+
+Matches without a bound seat cost nothing here. The writes follow the commit (other hash
+slots): a process that dies between the two loses that commit's notices, and the index
+catches up at the match's next commit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+import structlog
+
+from services.runtime import keys
+from services.runtime.redis_client import RedisClient
+from services.runtime.store import StoredEvent
+from services.runtime.tables import Seats
+
+log = structlog.get_logger("activity")
+
+YOUR_TURN = "your_turn"
+MATCH_STARTED = "match_started"
+MATCH_ENDED = "match_ended"
+TIMED_OUT = "timed_out"
+
+_json = msgspec.json.Encoder().encode
+
+# KEYS: the player's profile, matches (sorted set), facts (hash). ARGV: member, rev, score
+# (ms of the commit), facts JSON. A deleted player (no profile) is not indexed again; an
+# older revision (a slower replica's write) never replaces a newer one.
+_INDEX = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local old = redis.call('HGET', KEYS[3], ARGV[1])
+if old then
+  local rev = tonumber(string.match(old, '^(%d+)|'))
+  if rev and rev >= tonumber(ARGV[2]) then return 0 end
+end
+redis.call('HSET', KEYS[3], ARGV[1], ARGV[2] .. '|' .. ARGV[4])
+redis.call('ZADD', KEYS[2], tonumber(ARGV[3]), ARGV[1])
+return 1
+"""
+
+
+def index_member(game: str, match_id: str) -> str:
+    return f"{game}/{match_id}"
+
+
+def notice_id(match_id: str, version: int, notice: str, player_id: str) -> str:
+    """The idempotency key of one player's notice: the same for a retried append."""
+    return f"{match_id}:{version}:{notice}:{player_id}"
+
+
+@dataclass(frozen=True)
+class Pending:
+    """What a commit about to be made changes for the players (``Activity.before_commit``)."""
+
+    active_before: list[int]
+    active_after: list[int]
+    players: list[str]
+    bots: list[str]
+    deadlines: dict[int, int]
+
+
+class Activity:
+    def __init__(self, redis: RedisClient, game: str, maxlen: int) -> None:
+        self.redis = redis
+        self.game = game
+        self.maxlen = maxlen
+        self._index = redis.register_script(_INDEX)
+
+    def before_commit(self, seats: Seats, active: Callable[[], list[int]]) -> Pending | None:
+        """Before the commit of a match whose seats are as ``seats`` leaves them: remember
+        its active seats (``active()``) in the record, so the next commit knows whose turn
+        is new. None (and nothing to do) when no seat is bound to a player."""
+        players = seats.players()
+        if not any(players):
+            return None
+        lifecycle = seats.lifecycle
+        before = [int(s) for s in lifecycle.get("turns", [])]
+        after = active()
+        lifecycle["turns"] = after
+        deadlines = {int(c["seat"]): int(c["deadline_unix_ms"]) for c in seats.clocks()}
+        return Pending(before, after, players, seats.bots(), deadlines)
+
+    async def after_commit(
+        self, pending: Pending, facts: Any, rev: int, events: list[StoredEvent], now_ms: int
+    ) -> None:
+        """After the commit (``facts``: the match's public facts at revision ``rev``)."""
+        try:
+            await self._write(pending, facts, rev, events, now_ms)
+        except Exception:
+            # The commit stands; the index catches up at the next one.
+            log.exception("activity_write_failed", match_id=facts.match_id, version=facts.version)
+
+    def _notices(
+        self, pending: Pending, facts: Any, events: list[StoredEvent]
+    ) -> list[tuple[str, list[int]]]:
+        every = list(range(facts.players))
+        notices: list[tuple[str, list[int]]] = []
+        bodies = [e.body for e in events]
+        if any(MATCH_STARTED in b for b in bodies):
+            notices.append((MATCH_STARTED, every))
+        for body in bodies:
+            if TIMED_OUT in body:
+                notices.append((TIMED_OUT, [int(body[TIMED_OUT]["seat"])]))
+        new_turns = [s for s in pending.active_after if s not in pending.active_before]
+        if new_turns:
+            notices.append((YOUR_TURN, new_turns))
+        if any(MATCH_ENDED in b for b in bodies):
+            notices.append((MATCH_ENDED, every))
+        return notices
+
+    async def _write(
+        self, pending: Pending, facts: Any, rev: int, events: list[StoredEvent], now_ms: int
+    ) -> None:
+        notices = self._notices(pending, facts, events)
+        humans = ["" if bot else player for player, bot in zip(pending.players, pending.bots, strict=True)]
+        ended = facts.status in ("FINISHED", "ABANDONED")
+        for notice, seats in notices:
+            await self.redis.xadd(
+                keys.activity(self.game),
+                {
+                    "notice": notice,
+                    "game": self.game,
+                    "match_id": facts.match_id,
+                    "version": str(facts.version),
+                    "at_ms": str(now_ms),
+                    "players": _json(humans).decode(),
+                    "bots": _json([s for s, bot in enumerate(pending.bots) if bot]).decode(),
+                    "seats": _json(seats).decode(),
+                    "deadlines": _json({str(s): d for s, d in pending.deadlines.items()}).decode(),
+                    "status": facts.status,
+                    "scores": _json(facts.scores if notice == MATCH_ENDED else []).decode(),
+                    "winners": _json(facts.winners if notice == MATCH_ENDED else []).decode(),
+                    "table": _json({"players": facts.players, "options": facts.table}).decode(),
+                },
+                maxlen=self.maxlen,
+                approximate=True,
+            )
+        member = index_member(self.game, facts.match_id)
+        facts_dict = dataclasses.asdict(facts)
+        for seat, player in enumerate(pending.players):
+            if not player:
+                continue
+            summary = {"game": self.game, "seat": seat, "updated_ms": now_ms, "match": facts_dict}
+            index_keys = [
+                keys.player_profile(player),
+                keys.player_matches(player),
+                keys.player_match_facts(player),
+            ]
+            indexed = await self._index(keys=index_keys, args=[member, rev, now_ms, _json(summary)])
+            if not indexed or not humans[seat]:
+                continue
+            for notice, seats in notices:
+                if seat in seats and not (notice == YOUR_TURN and ended):
+                    told = {
+                        "notice": notice,
+                        "notice_id": notice_id(facts.match_id, facts.version, notice, player),
+                        "summary": summary,
+                    }
+                    await self.redis.publish(keys.player_turns(player), _json(told))
