@@ -11,6 +11,7 @@ from google.protobuf import json_format
 from mogames.common.v1 import common_pb2
 
 from services.catalog import rules_module
+from services.runtime.auth import SESSION_METADATA
 from services.runtime.codec import generated_modules
 
 
@@ -57,9 +58,13 @@ class GameClient:
             request.table.CopyFrom(table)
         return await self.stub.CreateMatch(request, timeout=self.timeout_s)
 
-    async def join(self, match_id: str, name: str, request_id: str = "") -> common_pb2.JoinMatchResponse:
+    async def join(
+        self, match_id: str, name: str, request_id: str = "", session: str = ""
+    ) -> common_pb2.JoinMatchResponse:
+        """A seat; with a player's ``session`` (services/players) bound to that player."""
         request = common_pb2.JoinMatchRequest(match_id=match_id, player_name=name, request_id=request_id)
-        return await self.stub.JoinMatch(request, timeout=self.timeout_s)
+        metadata = ((SESSION_METADATA, session),) if session else None
+        return await self.stub.JoinMatch(request, metadata=metadata, timeout=self.timeout_s)
 
     async def leave(self, match_id: str, token: str) -> common_pb2.Match:
         request = common_pb2.LeaveMatchRequest(match_id=match_id)

@@ -62,6 +62,9 @@ MAX_REQUEST_ID = 128
 # Commit attempts when other writers keep winning the race and the client set no
 # expected_version; past this the client gets ABORTED and may retry.
 MAX_COMMIT_ATTEMPTS = 20
+# Beyond a timed turn's longest wait before a timed match counts as idle: the scheduler's
+# timeout commit comes within a tick or a lease of its deadline.
+IDLE_MARGIN_S = 60
 # The last event of every match (an abandonment too ends with it).
 FINAL_EVENT = "match_ended"
 
@@ -152,10 +155,18 @@ class MatchService:
 
     # -- reading ---------------------------------------------------------------------
 
+    def idle_limit_s(self, record: MatchRecord) -> int:
+        """How long a live match may go without a commit before it is abandoned: the
+        setting, or with a turn timer as long as a turn may last (a correspondence match's
+        turns take days; its timer commits a timeout at the latest, so it is never idle)."""
+        options = self.seats(record).options
+        timed = options.turn_seconds + options.bank_seconds + IDLE_MARGIN_S if options.turn_seconds else 0
+        return max(self.settings.abandon_after_s, timed)
+
     def _status(self, record: MatchRecord) -> str:
         """Stored status, or ABANDONED for an unfinished match idle for too long."""
         idle = self.clock() - record.updated_at
-        if record.status in (WAITING, IN_PROGRESS) and idle > self.settings.abandon_after_s:
+        if record.status in (WAITING, IN_PROGRESS) and idle > self.idle_limit_s(record):
             return ABANDONED
         return record.status
 
@@ -328,7 +339,7 @@ class MatchService:
     async def _index(self, record: MatchRecord, table: TableOptions) -> None:
         # Own commands next to the match's write (other hash slots): the idle reaper's entry,
         # and the lobby's list. Both are hints checked against the record when used.
-        idle_due_ms = int((record.updated_at + self.settings.abandon_after_s) * 1000)
+        idle_due_ms = int((record.updated_at + self.idle_limit_s(record)) * 1000)
         await self.due.add(record.match_id, idle_due_ms)
         if table.public:
             await self.store.redis.zadd(
@@ -529,7 +540,7 @@ class MatchService:
     def _ttl(self, record: MatchRecord) -> int:
         if record.status in (FINISHED, ABANDONED):
             return self.settings.finished_ttl_s
-        return self.settings.abandon_after_s + self.settings.finished_ttl_s
+        return self.idle_limit_s(record) + self.settings.finished_ttl_s
 
     # -- moves -----------------------------------------------------------------------
 

@@ -106,7 +106,7 @@ class Scheduler:
     def _next_due(self, record: MatchRecord | None) -> str:
         if record is None or record.status not in (WAITING, IN_PROGRESS):
             return ""
-        idle_due = int((record.updated_at + self.settings.abandon_after_s) * 1000)
+        idle_due = int((record.updated_at + self.service.idle_limit_s(record)) * 1000)
         due = self.service.seats(record).next_due_ms()
         return str(idle_due if due is None else min(due, idle_due))
 
@@ -116,7 +116,7 @@ class Scheduler:
         if record.status not in (WAITING, IN_PROGRESS):
             return None
         service = self.service
-        if (record.updated_at + self.settings.abandon_after_s) * 1000 <= now_ms:
+        if (record.updated_at + self.service.idle_limit_s(record)) * 1000 <= now_ms:
             log.info("match_reaped", match_id=record.match_id)
             return await service.commit_events(record, abandon(service, record, "idle"), wake=False)
         if record.status != IN_PROGRESS:
