@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
 from typing import Any
 
 import grpc
@@ -26,6 +27,7 @@ from services.runtime.errors import InvalidArgument
 from services.runtime.limits import client_id
 from services.runtime.redis_client import RedisClient
 from services.runtime.settings import InputLimits
+from services.runtime.tables import bot_level
 
 DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 100
@@ -161,6 +163,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         ticket = matchmaker.ticket(
             request.game, request.players, request.ticket_id, request.player_name, client
         )
+        ticket = dataclasses.replace(ticket, bot_level=bot_level(request.bot_level, "bot_level"))
         wait_s = request.wait_seconds or self.find_wait_s
         joined = await matchmaker.find(ticket, wait_s, request.fill_with_bots)
         return lobby_pb2.FindMatchResponse(joined=joined)

@@ -97,6 +97,8 @@ class Ticket:
     player_name: str
     # Who asked (limits.client_id): the match and the seats are made in that client's name.
     client: str = ""
+    # The level of the bots that fill the group this ticket finishes.
+    bot_level: str = "random"
 
     def key(self, part: str) -> str:
         return keys.matchmaking(self.game.name, self.players, part)
@@ -214,7 +216,8 @@ class Matchmaker:
             creator = await self.redis.hget(ticket.key(f"ticket:{members[0]}"), "client")
             bots = list(range(len(members), ticket.players))
             request = pb2.CreateMatchRequest(
-                players=ticket.players, table=common_pb2.TableOptions(bot_seats=bots)
+                players=ticket.players,
+                table=common_pb2.TableOptions(bot_seats=bots, bot_level=ticket.bot_level),
             )
             created = await stub.CreateMatch(
                 request, metadata=on_behalf(creator), timeout=RPC_TIMEOUT_S, wait_for_ready=True

@@ -15,7 +15,8 @@ from services.engine import JsonDict
 class SeatEvent(Protocol):
     """An event as stored: its body, and whom it was addressed to."""
 
-    body: JsonDict
+    @property
+    def body(self) -> JsonDict: ...
 
     def visible_to(self, seat: int | None) -> bool: ...
 

@@ -33,6 +33,12 @@ WATCHED_MATCHES = Gauge(
 REDIS_SECONDS = Histogram(
     "mogames_redis_command_seconds", "Redis command (or pipeline) round trip", ["command"], buckets=_BUCKETS
 )
+BOT_DECISION_SECONDS = Histogram(
+    "mogames_bot_decision_cpu_seconds",
+    "CPU time of a searching bot's decision in its worker process",
+    ["game", "level"],
+    buckets=_BUCKETS,
+)
 BACKENDS_UP = Gauge(
     "mogames_gateway_backends_up", "Replicas answering SERVING, per game service", ["service"]
 )
@@ -54,6 +60,10 @@ def move_committed(game: str) -> None:
 
 # Label children by game: looked up once, not on every move.
 _moves_committed: dict[str, Any] = {}
+
+
+def bot_decided(game: str, level: str, cpu_s: float) -> None:
+    BOT_DECISION_SECONDS.labels(game=game, level=level).observe(cpu_s)
 
 
 def commit_conflict(game: str, retrying: bool) -> None:

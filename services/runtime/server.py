@@ -12,6 +12,7 @@ from grpc_health.v1 import health_pb2
 
 from services.catalog import rules_module
 from services.runtime import logs, metrics, serving
+from services.runtime.bot_pool import BotPool
 from services.runtime.codec import Codec
 from services.runtime.limits import ClientBudgets
 from services.runtime.matches import MatchService
@@ -106,6 +107,7 @@ async def main(settings: ServiceSettings) -> None:
     async def close() -> None:
         store_watch.cancel()
         await built.close()
+        BotPool.close_shared()
 
     await serving.serve_until_signalled(built.server, checker, settings.shutdown_grace_s, close)
 

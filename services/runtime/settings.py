@@ -171,6 +171,8 @@ class ServiceSettings:
     # Player lifecycle (README, "Seats, timers and bots").
     token_ttl_s: int = 7 * 24 * 3600
     bot_think_ms: int = 300
+    # Worker processes of the searching bots (services/runtime/bot_pool.py), per replica.
+    bot_workers: int = 1
     # How often each replica looks for due timers, bot moves and idle matches, and how long
     # one replica holds a due match before another may take it over.
     scheduler_tick_ms: int = 200
@@ -217,6 +219,7 @@ class ServiceSettings:
             redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
             token_ttl_s=_int("MOGAMES_TOKEN_TTL_S", 7 * 24 * 3600, minimum=1),
             bot_think_ms=_int("MOGAMES_BOT_THINK_MS", 300),
+            bot_workers=_int("MOGAMES_BOT_WORKERS", 1, minimum=1),
             scheduler_tick_ms=_int("MOGAMES_SCHEDULER_TICK_MS", 200, minimum=10),
             scheduler_lease_ms=_int("MOGAMES_SCHEDULER_LEASE_MS", 5000, minimum=100),
             limits=InputLimits.from_env(),

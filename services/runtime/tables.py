@@ -19,11 +19,11 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from services.bots.levels import LEVELS as BOT_LEVELS
 from services.runtime.auth import SeatGrant, issue_token
 from services.runtime.by_identity import ByIdentity
 from services.runtime.errors import InvalidArgument, Unauthenticated
 
-BOT_LEVELS = ("random", "policy")
 DEFAULT_MAX_TIMEOUTS = 3
 MAX_TURN_SECONDS = 7 * 24 * 3600
 MAX_TIMEOUTS_LIMIT = 1000

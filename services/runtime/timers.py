@@ -13,10 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import structlog
 
-from services.engine import Event
+from services.bots.adapters import adapter
+from services.bots.decide import seat_information
+from services.bots.levels import SEARCH_LEVELS
+from services.engine import Event, JsonDict
+from services.runtime import metrics
+from services.runtime.bot_pool import BotPool, RoundEvents, bot_seed
 from services.runtime.bots import bot_move, timeout_move
 from services.runtime.lifecycle import abandon
 from services.runtime.matches import IN_PROGRESS, WAITING, MatchService
@@ -42,6 +48,7 @@ class Scheduler:
         self.due = service.due
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
+        self.round_events = RoundEvents(service.store)
 
     def start(self) -> asyncio.Task[None]:
         self._task = asyncio.create_task(self.run(), name=f"scheduler-{self.service.game.name}")
@@ -129,7 +136,7 @@ class Scheduler:
         seat = due[0]
         level = seats.bot(seat)
         if level:
-            move = bot_move(state, seat, level, record.seed, record.version)
+            move = await self.bot_decision(record, state, seat, level)
             return await service.commit_server_move(record, seat, move, [], timed_out=False)
         consecutive = seats.timeouts(seat) + 1
         timed_out = Event({"timed_out": {"seat": seat, "consecutive": consecutive}})
@@ -142,3 +149,23 @@ class Scheduler:
         hand_over = options.bot_level if consecutive >= options.max_timeouts else ""
         move = timeout_move(state, seat)
         return await service.commit_server_move(record, seat, move, [timed_out], True, hand_over)
+
+    async def bot_decision(self, record: MatchRecord, state: Any, seat: int, level: str) -> JsonDict:
+        """A bot's move. A searching level decides in a worker process from the seat's view and
+        the events addressed to it; if that fails, the bot plays its policy move."""
+        game = self.service.game.name
+        if level not in SEARCH_LEVELS or adapter(game) is None:
+            return bot_move(state, seat, level, record.seed, record.version)
+        try:
+            events = await self.round_events.of(record.match_id)
+            view, history = seat_information(state, seat, events)
+            move, cpu_s = await BotPool.shared(self.settings.bot_workers).decide(
+                game, view, seat, level, bot_seed(record.match_id, record.version, seat), history
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            log.warning("bot_search_failed", match_id=record.match_id, seat=seat, error=repr(error))
+            return timeout_move(state, seat)
+        metrics.bot_decided(game, level, cpu_s)
+        return move
