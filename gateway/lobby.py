@@ -12,6 +12,7 @@ import asyncio
 import base64
 import binascii
 import dataclasses
+import time
 from typing import Any
 
 import grpc
@@ -22,8 +23,9 @@ from gateway.backends import ReplicaPool
 from gateway.matchmaker import RPC_TIMEOUT_S, Matchmaker
 from services.engine import GameInfo
 from services.runtime import keys
+from services.runtime.auth import SESSION_METADATA, player_of_session, session_token
 from services.runtime.codec import generated_modules
-from services.runtime.errors import InvalidArgument
+from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.limits import client_id
 from services.runtime.redis_client import RedisClient
 from services.runtime.settings import InputLimits
@@ -84,12 +86,15 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         redis: RedisClient | None = None,
         find_wait_s: int = 30,
         limits: InputLimits | None = None,
+        token_secret: bytes = b"",
     ) -> None:
         self.response = lobby_pb2.ListGamesResponse(games=[game_info(g) for g in games])
         self.games = {g.name: g for g in games}
         self.pools = pools or {}
         self.redis = redis
         self.find_wait_s = find_wait_s
+        # Verifies FindMatch's player sessions before they queue (b"": sessions refused there).
+        self.token_secret = token_secret
         self.limits = limits or InputLimits()
         self.matchmaker = Matchmaker(redis, self.games, self.pools) if redis is not None else None
 
@@ -163,10 +168,26 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         ticket = matchmaker.ticket(
             request.game, request.players, request.ticket_id, request.player_name, client
         )
-        ticket = dataclasses.replace(ticket, bot_level=bot_level(request.bot_level, "bot_level"))
+        ticket = dataclasses.replace(
+            ticket, bot_level=bot_level(request.bot_level, "bot_level"), session=self._session(context)
+        )
         wait_s = request.wait_seconds or self.find_wait_s
         joined = await matchmaker.find(ticket, wait_s, request.fill_with_bots)
         return lobby_pb2.FindMatchResponse(joined=joined)
+
+    def _session(self, context: grpc.aio.ServicerContext) -> str:
+        """The call's player session, checked here so that a bad one is refused before it
+        queues (it would fail the whole group's seating later); "" without one."""
+        token = session_token(context.invocation_metadata())
+        if token is None:
+            return ""
+        if not self.token_secret:
+            raise FailedPrecondition(
+                f"{SESSION_METADATA}: this gateway cannot check player sessions (no MOGAMES_TOKEN_SECRET)",
+                reason="sessions_off",
+            )
+        player_of_session(self.token_secret, token, int(time.time() * 1000))
+        return token
 
     async def CancelFindMatch(
         self, request: lobby_pb2.CancelFindMatchRequest, context: grpc.aio.ServicerContext

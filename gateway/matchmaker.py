@@ -31,6 +31,7 @@ from mogames.common.v1 import common_pb2
 from gateway.backends import ReplicaPool
 from services.engine import GameInfo
 from services.runtime import keys
+from services.runtime.auth import SESSION_METADATA
 from services.runtime.codec import generated_modules
 from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.limits import FORWARDED_CLIENT
@@ -99,6 +100,8 @@ class Ticket:
     client: str = ""
     # The level of the bots that fill the group this ticket finishes.
     bot_level: str = "random"
+    # A player's session (checked by the lobby): the seat is bound to that player.
+    session: str = ""
 
     def key(self, part: str) -> str:
         return keys.matchmaking(self.game.name, self.players, part)
@@ -136,6 +139,9 @@ class Matchmaker:
         if wait_s > MAX_WAIT_S:
             raise InvalidArgument(f"wait_seconds: at most {MAX_WAIT_S}", field="wait_seconds")
         deadline = time.monotonic() + wait_s
+        if ticket.session:
+            # On the ticket before it queues: whichever gateway seats the group passes it on.
+            await self.redis.hset(ticket.key(f"ticket:{ticket.ticket_id}"), "session", ticket.session)
         state, group = await self._join_queue(ticket, wait_s, ticket.players)
         grouped_at = time.monotonic()
         while True:
@@ -226,13 +232,14 @@ class Matchmaker:
             match_id = await self.redis.hget(group_key, "match_id")
         for member in members:
             member_key = ticket.key(f"ticket:{member}")
-            name, client = await self.redis.hmget(member_key, ["name", "client"])
+            name, client, session = await self.redis.hmget(member_key, ["name", "client", "session"])
             join = common_pb2.JoinMatchRequest(
                 match_id=_text(match_id), player_name=_text(name or member), request_id=f"mm:{member}"
             )
             try:
+                bound = ((SESSION_METADATA, _text(session)),) if session else ()
                 joined = await stub.JoinMatch(
-                    join, metadata=on_behalf(client), timeout=RPC_TIMEOUT_S, wait_for_ready=True
+                    join, metadata=(*on_behalf(client), *bound), timeout=RPC_TIMEOUT_S, wait_for_ready=True
                 )
             except grpc.aio.AioRpcError as error:
                 log.warning("matchmaking_join_failed", ticket=member, code=error.code().name)

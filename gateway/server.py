@@ -88,7 +88,9 @@ async def build(
     server.add_generic_rpc_handlers([GameProxy(routes)])
     # The lobby's indexes and matchmaking pools; connected lazily, at the first lobby call.
     lobby_redis = connect(settings.redis_url, settings.redis_password)
-    lobby = LobbyServicer(games, pools_by_game, lobby_redis, settings.find_wait_s, settings.limits)
+    lobby = LobbyServicer(
+        games, pools_by_game, lobby_redis, settings.find_wait_s, settings.limits, settings.token_secret
+    )
     lobby_pb2_grpc.add_LobbyServicer_to_server(lobby, server)
     lobby_service = lobby_pb2.DESCRIPTOR.services_by_name["Lobby"].full_name
     checker = await serving.add_health_and_reflection(

@@ -168,6 +168,7 @@ async def running_services(
         log_level="warning",
         redis_url=redis_url,
         players_backends=players_backends,
+        token_secret=TOKEN_SECRET,
     )
     gateway_servers, pools, channels, gateway_addresses = [], [], [], []
     for _ in range(gateways):

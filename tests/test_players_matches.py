@@ -18,12 +18,13 @@ from typing import Any
 import grpc
 import pytest
 from mogames.common.v1 import common_pb2
+from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from mogames.players.v1 import players_pb2, players_pb2_grpc
 
 from clients.game_client import GameClient
 from services.catalog import rules_module
 from services.runtime import keys
-from services.runtime.auth import issue_session
+from services.runtime.auth import SESSION_METADATA, issue_session
 from tests.conftest import TOKEN_SECRET, available_games, running_services
 from tests.helpers import refusal, wait_serving, wait_until
 from tests.players_fixtures import running_players
@@ -324,3 +325,56 @@ async def test_list_my_matches_pages_through_every_match(world):
         ann.stub.ListMyMatches(players_pb2.ListMyMatchesRequest(page_token="x"), metadata=ann.bearer())
     )
     assert (bad.code, bad.field) == (grpc.StatusCode.INVALID_ARGUMENT, "page_token")
+
+
+async def test_find_match_with_sessions_seats_the_players(world):
+    ann, ben = await sign_in(world, "Ann"), await sign_in(world, "Ben")
+    lobby = lobby_pb2_grpc.LobbyStub(world.gateway)
+
+    async def find(player: Player) -> lobby_pb2.FindMatchResponse:
+        request = lobby_pb2.FindMatchRequest(
+            game="momiji", players=2, player_name="P", ticket_id=f"t-{player.id}", wait_seconds=20
+        )
+        return await lobby.FindMatch(request, metadata=[(SESSION_METADATA, player.token)])
+
+    found_ann, found_ben = await asyncio.gather(find(ann), find(ben))
+    match_id = found_ann.joined.match.match_id
+    assert found_ben.joined.match.match_id == match_id
+    for player, found in ((ann, found_ann), (ben, found_ben)):
+
+        async def listed(p: Player = player) -> bool:
+            return await p.my_match(match_id) is not None
+
+        await wait_until(listed, "the matchmade match listed", 10)
+        assert (await player.my_match(match_id)).seat == found.joined.seat
+    expired = issue_session(TOKEN_SECRET, ann.id, int(time.time() * 1000) - 1)
+    refused = await refusal(
+        lobby.FindMatch(
+            lobby_pb2.FindMatchRequest(game="momiji", players=2, player_name="P", wait_seconds=1),
+            metadata=[(SESSION_METADATA, expired)],
+        )
+    )
+    assert (refused.code, refused.reason) == (grpc.StatusCode.UNAUTHENTICATED, "session_expired")
+
+
+async def test_leaving_a_waiting_match_and_deleting_the_player_take_it_off_the_index(world, redis_client):
+    client = GameClient(world.gateway, "happy_mochi")
+    ann, ben = await sign_in(world, "Ann"), await sign_in(world, "Ben")
+    left = await client.create(2)
+    joined = await client.join(left.match_id, "Ann", session=ann.token)
+    await wait_until(lambda: _listed_as(ann, left.match_id, "WAITING_FOR_PLAYERS"), "listed", 10)
+    await client.leave(left.match_id, joined.token)
+
+    async def unlisted() -> bool:
+        return await ann.my_match(left.match_id) is None
+
+    await wait_until(unlisted, "the left match off Ann's index", 10)
+    kept = await client.create(2)
+    await client.join(kept.match_id, "Ben", session=ben.token)
+    await wait_until(lambda: _listed_as(ben, kept.match_id, "WAITING_FOR_PLAYERS"), "listed", 10)
+    await world.players.DeletePlayer(players_pb2.DeletePlayerRequest(), metadata=ben.bearer())
+    assert not await redis_client.exists(keys.player_matches(ben.id), keys.player_match_facts(ben.id))
+    await client.join(kept.match_id, "Ann", session=ann.token)  # a commit of Ben's match
+    await wait_until(lambda: _listed_as(ann, kept.match_id, "IN_PROGRESS"), "Ann's match listed", 10)
+    # The deleted player is not indexed again.
+    assert not await redis_client.exists(keys.player_matches(ben.id), keys.player_match_facts(ben.id))

@@ -74,6 +74,8 @@ class Pending:
     players: list[str]
     bots: list[str]
     deadlines: dict[int, int]
+    # Players bound to a seat before that are no longer (they left a waiting match).
+    gone: list[str]
 
 
 class Activity:
@@ -88,14 +90,17 @@ class Activity:
         its active seats (``active()``) in the record, so the next commit knows whose turn
         is new. None (and nothing to do) when no seat is bound to a player."""
         players = seats.players()
-        if not any(players):
-            return None
         lifecycle = seats.lifecycle
+        indexed = [str(p) for p in lifecycle.get("indexed", [])]
+        if not any(players) and not indexed:
+            return None
+        gone = [p for p in indexed if p not in players]
+        lifecycle["indexed"] = [p for p in players if p]
         before = [int(s) for s in lifecycle.get("turns", [])]
         after = active()
         lifecycle["turns"] = after
         deadlines = {int(c["seat"]): int(c["deadline_unix_ms"]) for c in seats.clocks()}
-        return Pending(before, after, players, seats.bots(), deadlines)
+        return Pending(before, after, players, seats.bots(), deadlines, gone)
 
     async def after_commit(
         self, pending: Pending, facts: Any, rev: int, events: list[StoredEvent], now_ms: int
@@ -128,7 +133,7 @@ class Activity:
     async def _write(
         self, pending: Pending, facts: Any, rev: int, events: list[StoredEvent], now_ms: int
     ) -> None:
-        notices = self._notices(pending, facts, events)
+        notices = self._notices(pending, facts, events) if any(pending.players) else []
         humans = ["" if bot else player for player, bot in zip(pending.players, pending.bots, strict=True)]
         ended = facts.status in ("FINISHED", "ABANDONED")
         for notice, seats in notices:
@@ -153,6 +158,9 @@ class Activity:
                 approximate=True,
             )
         member = index_member(self.game, facts.match_id)
+        for player in pending.gone:
+            await self.redis.zrem(keys.player_matches(player), member)
+            await self.redis.hdel(keys.player_match_facts(player), member)
         facts_dict = dataclasses.asdict(facts)
         for seat, player in enumerate(pending.players):
             if not player:

@@ -269,6 +269,8 @@ class GatewaySettings:
     health_listen: str = ""
     # The players service's replicas (MOGAMES_BACKENDS_PLAYERS); none: not routed.
     players_backends: tuple[str, ...] = ()
+    # The services' token secret, when set: FindMatch checks player sessions with it.
+    token_secret: bytes = b""
 
     @classmethod
     def from_env(cls) -> GatewaySettings:
@@ -305,6 +307,7 @@ class GatewaySettings:
             redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
             health_listen=_address("MOGAMES_HEALTH_LISTEN", "") if _is_set("MOGAMES_HEALTH_LISTEN") else "",
             players_backends=_backends("MOGAMES_BACKENDS_PLAYERS"),
+            token_secret=os.environ.get("MOGAMES_TOKEN_SECRET", "").encode(),
         )
         if bool(settings.tls_cert) != bool(settings.tls_key):
             raise SettingsError("MOGAMES_TLS_CERT and MOGAMES_TLS_KEY go together: set both or neither")
