@@ -32,15 +32,24 @@ function readOptions(form: HTMLElement, info: GameInfo): JsonObject {
   return options;
 }
 
+// Bot levels the server offers (docs/bots.md), weakest first.
+const BOT_LEVELS: [string, string][] = [
+  ["random", "random: any legal move"],
+  ["policy", "policy: the cautious default move"],
+  ["medium", "medium: thinks briefly"],
+  ["hard", "hard: thinks a quarter second"],
+];
+
 async function create(info: GameInfo, form: HTMLElement, report: HTMLElement): Promise<void> {
   const players = Number(form.querySelector<HTMLInputElement>("[name=players]")!.value);
   const bots = Number(form.querySelector<HTMLInputElement>("[name=bots]")!.value || 0);
+  const botLevel = form.querySelector<HTMLSelectElement>("[name=bot_level]")!.value;
   const seed = form.querySelector<HTMLInputElement>("[name=seed]")!.value.trim();
   const name = playerName() || "player";
   const request: JsonObject = {
     players,
     options: readOptions(form, info),
-    table: { botSeats: Array.from({ length: Math.min(bots, players - 1) }, (_, i) => players - 1 - i) },
+    table: { botSeats: Array.from({ length: Math.min(bots, players - 1) }, (_, i) => players - 1 - i), botLevel },
   };
   if (seed) request.seed = seed;
   const client = gameClient(info.name);
@@ -64,6 +73,16 @@ function gameCard(info: GameInfo): HTMLElement {
     h("p", { class: "muted" }, `${info.minPlayers}–${info.maxPlayers} players`),
     h("div", { class: "option" }, h("label", {}, "players"), h("input", { type: "number", name: "players", min: info.minPlayers, max: info.maxPlayers, value: info.minPlayers })),
     h("div", { class: "option" }, h("label", { title: "Server bots take the last seats" }, "bots"), h("input", { type: "number", name: "bots", min: 0, max: info.maxPlayers - 1, value: 0 })),
+    h(
+      "div",
+      { class: "option" },
+      h("label", { title: "How well the server bots play" }, "bot level"),
+      h(
+        "select",
+        { name: "bot_level" },
+        BOT_LEVELS.map(([level, words]) => h("option", { value: level, selected: level === "medium" }, words)),
+      ),
+    ),
     h("div", { class: "option" }, h("label", { title: "Same seed, same deal (optional)" }, "seed"), h("input", { type: "text", name: "seed", inputmode: "numeric", placeholder: "random" })),
     info.options.map((o) => optionInput(info.name, o)),
     h("button", { type: "submit", class: "create" }, "Create match"),
