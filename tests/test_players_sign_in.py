@@ -5,7 +5,10 @@ verified against keys served on loopback, profiles, per-player limits, delete.""
 from __future__ import annotations
 
 import asyncio
+import os
 import secrets
+import subprocess
+import sys
 import time
 
 import grpc
@@ -220,3 +223,47 @@ async def test_a_player_signs_in_a_bounded_number_of_times_per_window(players):
         await _guest(players, device)
     over = await refusal(_guest(players, device))
     assert (over.code, over.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "sign_in_limit")
+
+
+async def test_the_provider_s_keys_may_come_from_a_file(redis_url, tmp_path, provider):
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text(provider.jwks())
+    env = {
+        "MOGAMES_OIDC_ISSUER": ISSUER,
+        "MOGAMES_OIDC_AUDIENCE": AUDIENCE,
+        "MOGAMES_OIDC_JWKS_FILE": str(jwks),
+    }
+    with running_players(redis_url, tmp_path / "players.log", env) as address:
+        async with grpc.aio.insecure_channel(address) as channel:
+            await wait_serving(channel, SERVICE)
+            stub = players_pb2_grpc.PlayersStub(channel)
+            signed = await stub.SignInWithProvider(
+                players_pb2.SignInWithProviderRequest(id_token=provider.id_token("file-user"))
+            )
+            assert signed.created
+            forged = await refusal(
+                stub.SignInWithProvider(
+                    players_pb2.SignInWithProviderRequest(
+                        id_token=provider.id_token("x", key=provider.forged_key)
+                    )
+                )
+            )
+            assert forged.reason == "bad_signature"
+
+
+def test_a_malformed_jwks_file_stops_the_start(tmp_path):
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text('{"keys": "not a list"}')
+    env = {
+        "MOGAMES_OIDC_ISSUER": ISSUER,
+        "MOGAMES_OIDC_AUDIENCE": AUDIENCE,
+        "MOGAMES_OIDC_JWKS_FILE": str(jwks),
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "services.players"],
+        env={**os.environ, "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0 and "MOGAMES_OIDC_JWKS_FILE: not a usable JWKS" in result.stderr

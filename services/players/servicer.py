@@ -158,6 +158,7 @@ class PlayersServicer(players_pb2_grpc.PlayersServicer):
         self, request: players_pb2.ListMyMatchesRequest, context: grpc.aio.ServicerContext
     ) -> players_pb2.ListMyMatchesResponse:
         player_id = await self._caller(context)
+        await self.accounts.profile(player_id)  # a deleted player's session lists nothing
         status = common_pb2.MatchStatus.Name(request.status) if request.status else ""
         matches, token = await self.my_matches.list(
             player_id, status, request.your_turn_only, request.page_size, request.page_token
