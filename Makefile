@@ -94,7 +94,7 @@ autoplay: install
 # never committed). Made once: remove the file to make new secrets.
 k8s-secrets: deploy/kubernetes/secrets.env
 deploy/kubernetes/secrets.env:
-	umask 077 && $(PYTHON) -c "import secrets; t = secrets.token_urlsafe; print(f'token-secret={t(32)}\nredis-password={t(32)}')" > $@
+	umask 077 && $(PYTHON) -c "import secrets; t = secrets.token_urlsafe; print(f'token-secret={t(32)}\nredis-password={t(32)}\nwebhook-secret={t(32)}')" > $@
 
 # Keeps make run's data (.run/data: Redis's append-only file, the token secret, the Redis password).
 clean:

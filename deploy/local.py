@@ -1,5 +1,5 @@
-"""``make run``: Redis, every game service, the players service and the gateway on this
-machine, until Ctrl-C.
+"""``make run``: Redis, every game service, the players service, the ratings worker (and
+the notifier when MOGAMES_WEBHOOK_URL is set) and the gateway on this machine, until Ctrl-C.
 
 Everything that must survive a restart lives in the data folder (``.run/data/`` unless
 ``MOGAMES_DATA_DIR`` says otherwise): Redis's append-only file, the token secret and the
@@ -128,6 +128,15 @@ def children(settings: RunSettings, workdir: Path) -> list[Child]:
     ready = _when_listening(_port_of(players_listen))
     plan.append(Child("players-0", command, {**env, "MOGAMES_LISTEN": players_listen}, ready=ready, stage=1))
     env["MOGAMES_BACKENDS_PLAYERS"] = players_listen
+    # The workers (services/workers): ratings always, the notifier once a webhook is set.
+    workers = ["ratings", "notifier"] if os.environ.get("MOGAMES_WEBHOOK_URL") else ["ratings"]
+    for kind in workers:
+        worker_env = {
+            **env,
+            "MOGAMES_WORKER_NAME": f"{kind}-0",
+            "MOGAMES_RUN_GAMES": ",".join(settings.games),
+        }
+        plan.append(Child(f"{kind}-0", [sys.executable, "-m", "services.workers", kind], worker_env, stage=1))
     gateway_listen = f"127.0.0.1:{free_port()}" if settings.nginx else settings.gateway_listen
     gateway_env = {**env, "MOGAMES_GATEWAY_LISTEN": gateway_listen}
     if settings.nginx:

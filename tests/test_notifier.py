@@ -17,10 +17,13 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from deploy.local import RunSettings, children
 from services.runtime import keys
 from services.runtime.errors import InvalidArgument
+from services.runtime.settings import SettingsError
 from services.workers import notify_settings
 from services.workers.notify_settings import QuietHours
+from services.workers.settings import check_webhook_url
 from tests.activity_entries import add_entry, entry_fields, start_worker
 from tests.helpers import wait_until
 from tests.webhook_receiver import Call, Receiver
@@ -219,3 +222,22 @@ async def test_bad_settings_are_refused_and_change_nothing(worker_redis):
             await notify_settings.update(client, "p", quiet, on, off)
         assert refused.value.field == field
     assert await client.keys("*") == []
+
+
+def test_make_run_starts_the_notifier_only_with_a_webhook(monkeypatch, tmp_path):
+    settings = RunSettings(tmp_path / "data", ["mori"], 1, 6379, 0, "127.0.0.1:50051", nginx=False)
+    monkeypatch.delenv("MOGAMES_WEBHOOK_URL", raising=False)
+    assert {c.name for c in children(settings, tmp_path)} >= {"ratings-0"}
+    assert "notifier-0" not in {c.name for c in children(settings, tmp_path)}
+    monkeypatch.setenv("MOGAMES_WEBHOOK_URL", "https://push.example.com/hook")
+    started = {c.name: c for c in children(settings, tmp_path)}
+    assert started["notifier-0"].command[-3:] == ["-m", "services.workers", "notifier"]
+    assert started["notifier-0"].env["MOGAMES_RUN_GAMES"] == "mori"
+
+
+def test_a_webhook_must_be_https_but_to_loopback():
+    assert check_webhook_url("https://push.example.com/hook")
+    assert check_webhook_url("http://127.0.0.1:8000/hook")
+    for bad in ("http://push.example.com/hook", "ftp://127.0.0.1/x", ""):
+        with pytest.raises(SettingsError, match="MOGAMES_WEBHOOK_URL"):
+            check_webhook_url(bad)
