@@ -11,8 +11,10 @@ the Python gateway alone, each way of playing: committed moves/s, move p50/p99 (
 answered), errors, Redis bytes per live match, and server CPU ms per committed move (user +
 system time of every server process, Redis and nginx included, from /proc, over the
 measured window) next to the echo's server CPU per call and their ratio; then the same for
-every other game through one routing layer by PlayMatch (``--others-duration`` each); and
-last, the performance targets, each met or missed by this run (bench/bench_targets.py).
+every other game through one routing layer by PlayMatch (``--others-duration`` each); the
+performance targets, each met or missed by this run (bench/bench_targets.py); and last, the
+workers' figures on the same Redis: notifications/s, their delay from commit to webhook call,
+and rating updates/s (bench/bench_workers.py).
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 import grpc
 import redis.asyncio as aioredis
 
-from bench import markdown
+from bench import bench_workers, markdown
 from bench.bench_targets import NGINX, PLAY_MATCH, PYTHON_GATEWAY, row_name, target_rows
 from bench.echo import EVENT, FULL, METHOD, RELAY_METHOD
 from clients.bot import parse_options, play_match
@@ -439,6 +441,8 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
         roles = server_roles(system, store_pid, games, game, args.replicas)
         results.append(await measure(game, others_front, others_target, roles, system.redis_url, args, True))
     print_table(results, echo_figures_, relay, args)
+    if args.workers:
+        await bench_workers.run(system.redis_url, args.notices_per_s, args.duration, args.matches)
 
 
 def print_table(
@@ -543,6 +547,13 @@ def main() -> None:
         default=0,
         help="a turn clock of this many seconds on every decision (TableOptions.turn_seconds; 0: none)",
     )
+    parser.add_argument(
+        "--no-workers", dest="workers", action="store_false", help="skip the workers' figures"
+    )
+    parser.add_argument(
+        "--notices-per-s", type=int, default=200, help="the notifier's load: notices a second"
+    )
+    parser.add_argument("--matches", type=int, default=1000, help="finished matches for the ratings worker")
     parser.add_argument(
         "--option", action="append", default=[], help="match option game:name=value, e.g. more:max_rounds=1"
     )

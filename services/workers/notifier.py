@@ -88,11 +88,9 @@ class Notifier:
             player = entry.player_of(seat)
             if not player:
                 continue
-            if await notify_settings.is_muted(self.redis, player, entry.match_id):
-                worker_metrics.notification("muted")
-                continue
-            if (await notify_settings.quiet_hours(self.redis, player)).covers(time.time()):
-                worker_metrics.notification("quiet")
+            held_back = await notify_settings.holds_back(self.redis, player, entry.match_id, time.time())
+            if held_back:
+                worker_metrics.notification(held_back)
                 continue
             calls.append(self.deliver(entry, seat, player))
         await asyncio.gather(*calls)

@@ -99,6 +99,24 @@ async def is_muted(redis: RedisClient, player: str, match_id: str) -> bool:
     return await redis.zscore(keys.muted_matches(player), match_id) is not None
 
 
+async def holds_back(redis: RedisClient, player: str, match_id: str, unix_s: float) -> str:
+    """Why a notice to ``player`` about ``match_id`` is not sent now: "muted" (notify me off
+    for the match), "quiet" (inside their quiet hours), or "" (send it). One round trip."""
+    async with redis.pipeline(transaction=False) as pipe:
+        pipe.zscore(keys.muted_matches(player), match_id)
+        pipe.hmget(keys.notify_settings(player), ["start", "end", "zone"])
+        muted, (start, end, zone) = await pipe.execute()
+    if muted is not None:
+        return "muted"
+    if (
+        start is not None
+        and end is not None
+        and QuietHours(int(start), int(end), text(zone or b"")).covers(unix_s)
+    ):
+        return "quiet"
+    return ""
+
+
 async def forget(redis: RedisClient, player: str) -> None:
     """A deleted player's settings."""
     await redis.delete(keys.notify_settings(player), keys.muted_matches(player))
