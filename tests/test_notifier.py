@@ -15,9 +15,11 @@ from collections import defaultdict
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+import httpx
 import pytest
 
 from deploy.local import RunSettings, children
+from deploy.redis_server import free_port
 from services.runtime import keys
 from services.runtime.errors import InvalidArgument
 from services.runtime.settings import SettingsError
@@ -91,6 +93,7 @@ async def test_20_async_matches_give_exactly_the_expected_signed_notifications(
     url, client = worker_redis
     now_ms = int(time.time() * 1000)
     entries, expected = async_matches(20, seed=3, at_ms=now_ms)
+    all_keys = set(expected)
     # One player asleep (quiet hours around now, in their zone); one match muted by a player.
     sleeper = json.loads(entries[0]["players"])[0]
     zone = "Asia/Tokyo"
@@ -108,7 +111,9 @@ async def test_20_async_matches_give_exactly_the_expected_signed_notifications(
     }
     for fields in entries:
         await add_entry(client, fields)
-    workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **notifier_env(receiver)))
+    metrics_port = free_port()
+    env = notifier_env(receiver, MOGAMES_METRICS_LISTEN=f"127.0.0.1:{metrics_port}")
+    workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **env))
     await wait_until(lambda: _has(receiver, expected), f"{len(expected)} notifications", 60)
     await asyncio.sleep(1.0)  # nothing more comes
     calls = receiver.received()
@@ -117,6 +122,36 @@ async def test_20_async_matches_give_exactly_the_expected_signed_notifications(
     body = json.loads(next(c.body for c in calls if b'"your_turn"' in c.body))
     assert body["deadline_ms"] == now_ms + 86_400_000 and body["game"] in GAMES
     assert await client.xlen(keys.notify_dead_letters()) == 0
+    held_back = {"quiet": sum(k.endswith(f":{sleeper}") for k in all_keys)}
+    held_back["muted"] = sum(k.startswith(f"{muted_match}:") and k.endswith(f":{muter}") for k in all_keys)
+    assert held_back["quiet"] and held_back["muted"]
+
+    async def counted() -> bool:
+        figures = await _metrics(metrics_port)
+        return (
+            figures.get(("mogames_notifications_total", 'outcome="sent"')) == len(expected)
+            and figures.get(("mogames_notifications_total", 'outcome="quiet"')) == held_back["quiet"]
+            and figures.get(("mogames_notifications_total", 'outcome="muted"')) == held_back["muted"]
+            and figures.get(("mogames_stream_pending", 'game="mori",group="notifier"')) == 0
+        )
+
+    await wait_until(counted, "the notifier's metrics to count every notification", 20)
+    figures = await _metrics(metrics_port)
+    assert figures[("mogames_stream_lag_seconds", 'game="mori",group="notifier"')] == 0
+    assert ("mogames_notifications_total", 'outcome="dead_lettered"') not in figures
+
+
+async def _metrics(port: int) -> dict[tuple[str, str], float]:
+    """The samples of a process's /metrics page: (name, labels) -> value."""
+    async with httpx.AsyncClient() as http:
+        page = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+    samples = {}
+    for line in page.splitlines():
+        if line and not line.startswith("#"):
+            name_labels, _, value = line.rpartition(" ")
+            name, _, labels = name_labels.partition("{")
+            samples[(name, labels.rstrip("}"))] = float(value)
+    return samples
 
 
 async def _has(receiver: Receiver, expected: set[str]) -> bool:
