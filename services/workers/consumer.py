@@ -138,7 +138,8 @@ class ActivityConsumer:
             if entries:
                 log.info("activity_claimed", game=game, entries=len(entries), group=self.settings.group)
             await self._handle_all(game, entries)
-            if start == "0-0" or not entries:
+            # A page may claim nothing (entries not idle long enough) and still not be the last.
+            if start == "0-0":
                 return
 
     async def _handle_all(self, game: str, entries: list[Any]) -> None:
