@@ -378,3 +378,28 @@ async def test_leaving_a_waiting_match_and_deleting_the_player_take_it_off_the_i
     await wait_until(lambda: _listed_as(ann, kept.match_id, "IN_PROGRESS"), "Ann's match listed", 10)
     # The deleted player is not indexed again.
     assert not await redis_client.exists(keys.player_matches(ben.id), keys.player_match_facts(ben.id))
+
+
+async def test_every_stream_of_a_player_shares_one_subscription(world, redis_client):
+    ann = await sign_in(world, "Ann")
+    phone, tablet = Player(ann.session, ann.stub), Player(ann.session, ann.stub)
+
+    async def subscriptions() -> int:
+        counted: int = (await redis_client.pubsub_numsub(keys.player_turns(ann.id)))[0][1]
+        return counted
+
+    async with watching(phone), watching(tablet):
+        assert await subscriptions() == 1
+        client = GameClient(world.gateway, "happy_mochi")
+        created = await client.create(2)
+        await client.join(created.match_id, "Ann", session=ann.token)
+        await client.join(created.match_id, "Anonymous")
+        for device in (phone, tablet):
+            await wait_until(
+                lambda d=device: _notice(d, "match_started", created.match_id), "told on each", 10
+            )
+
+    async def released() -> bool:
+        return await subscriptions() == 0
+
+    await wait_until(released, "the subscription given back", 10)

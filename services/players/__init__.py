@@ -9,7 +9,8 @@ Where its parts live:
   caller's session (``sessions.Sessions.player_of``) once per call.
 - ``sessions``, ``accounts``, ``oidc``: sign-in, refresh, profile, delete.
 - ``my_matches``: ListMyMatches and WatchMyTurns, from the per-player indexes the game
-  services write after their commits (``services.runtime.activity``).
+  services write after their commits (``services.runtime.activity``); ``turns_hub``: one
+  pub/sub connection per process for every WatchMyTurns stream.
 - ``ratings``: GetRating, GetLeaderboard, ListRatingHistory. ``notifications``:
   UpdateNotificationSettings. The servicer hands those calls, with the caller's player id
   ("" when the call carried no session), to ``ratings.RatingHandlers`` and

@@ -5,14 +5,14 @@ their commits (services/runtime/activity.py): reading them touches only the play
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from services.runtime import keys, redis_client
+from services.players.turns_hub import TurnsHub
+from services.runtime import keys
 from services.runtime.activity import MATCH_ENDED, MATCH_STARTED, TIMED_OUT, YOUR_TURN
 from services.runtime.errors import InvalidArgument
 from services.runtime.matches import FINISHED, IN_PROGRESS, MatchFacts
@@ -71,6 +71,7 @@ class MyMatches:
     def __init__(self, redis: RedisClient, settings: PlayersSettings) -> None:
         self.redis = redis
         self.settings = settings
+        self.hub = TurnsHub(redis)
 
     async def _prune(self, player_id: str, member: str) -> None:
         await self.redis.zrem(keys.player_matches(player_id), member)
@@ -129,18 +130,17 @@ class MyMatches:
         """The player's notices as their matches' commits make them; None when it is time for a
         heartbeat. The first None comes once the subscription is in place: a client that then
         lists its matches misses nothing in between."""
-        pubsub = redis_client.pubsub(self.redis)
+        queue = await self.hub.subscribe(player_id)
         try:
-            await pubsub.subscribe(keys.player_turns(player_id))
             yield None
             while True:
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=heartbeat_s)
-                if message is None:
+                try:
+                    data = await asyncio.wait_for(queue.get(), heartbeat_s)
+                except TimeoutError:
                     yield None
                     continue
-                told = json.loads(text(message["data"]))
+                told = json.loads(text(data))
                 if told["notice"] in NOTICES:
                     yield TurnNotice(told["notice"], my_match(told["summary"]), told["notice_id"])
         finally:
-            with contextlib.suppress(Exception):
-                await asyncio.shield(pubsub.aclose())
+            await asyncio.shield(self.hub.unsubscribe(player_id, queue))

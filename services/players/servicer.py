@@ -81,6 +81,7 @@ class PlayersServicer(players_pb2_grpc.PlayersServicer):
 
     async def close(self) -> None:
         """After the server stopped."""
+        await self.my_matches.hub.close()
 
     async def _caller(self, context: grpc.aio.ServicerContext, required: bool = True) -> str:
         """The player id of the call's session ("" when none is sent and none is required)."""
