@@ -25,6 +25,7 @@ from clients.game_client import GameClient
 from services.catalog import rules_module
 from services.runtime import keys
 from services.runtime.auth import SESSION_METADATA, issue_session
+from services.runtime.store import MatchStore
 from tests.conftest import TOKEN_SECRET, available_games, running_services
 from tests.helpers import refusal, wait_serving, wait_until
 from tests.players_fixtures import running_players
@@ -374,10 +375,17 @@ async def test_leaving_a_waiting_match_and_deleting_the_player_take_it_off_the_i
     await wait_until(lambda: _listed_as(ben, kept.match_id, "WAITING_FOR_PLAYERS"), "listed", 10)
     await world.players.DeletePlayer(players_pb2.DeletePlayerRequest(), metadata=ben.bearer())
     assert not await redis_client.exists(keys.player_matches(ben.id), keys.player_match_facts(ben.id))
+    # The match still stored no longer names Ben nor holds his id.
+    match = await client.match(kept.match_id)
+    assert [s.player_name for s in match.seats if s.taken] == ["deleted player"]
+    record = await MatchStore(redis_client, "happy_mochi").load(kept.match_id)
+    assert ben.id not in json.dumps(record.lifecycle)
     await client.join(kept.match_id, "Ann", session=ann.token)  # a commit of Ben's match
     await wait_until(lambda: _listed_as(ann, kept.match_id, "IN_PROGRESS"), "Ann's match listed", 10)
-    # The deleted player is not indexed again.
+    # The deleted player is not indexed again, nor named in the activity stream.
     assert not await redis_client.exists(keys.player_matches(ben.id), keys.player_match_facts(ben.id))
+    entries = await activity_of(redis_client, "happy_mochi", kept.match_id)
+    assert entries and all(ben.id not in e["players"] for e in entries)
 
 
 async def test_every_stream_of_a_player_shares_one_subscription(world, redis_client):

@@ -18,11 +18,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.catalog import GAME_PACKAGES
 from services.players.oidc import OidcVerifier
 from services.runtime import auth, keys
 from services.runtime.errors import FailedPrecondition, InvalidArgument, ResourceExhausted, Unauthenticated
+from services.runtime.player_erasure import erase_player
 from services.runtime.redis_client import RedisClient, text
 from services.runtime.settings import PlayersSettings
+from services.runtime.store import MatchStore
 
 MIN_DEVICE_ID, MAX_DEVICE_ID = 8, 128
 MIN_DEVICE_SECRET, MAX_DEVICE_SECRET = 16, 256
@@ -254,8 +257,14 @@ class Accounts:
         return await self.profile(player_id)
 
     async def delete(self, player_id: str) -> None:
-        """The player's profile, sign-in keys and match index; their refresh tokens stop
-        working (their player is gone) and expire on their own."""
+        """The player's profile, sign-in keys and match index, and their seats in the matches
+        still stored made anonymous; their refresh tokens stop working (their player is gone)
+        and expire on their own."""
+        members = await self.redis.zrange(keys.player_matches(player_id), 0, -1)
+        for member in members:
+            game, _, match_id = text(member).partition("/")
+            if game in GAME_PACKAGES:
+                await erase_player(MatchStore(self.redis, game), match_id, player_id)
         stored = await self.redis.hmget(keys.player_profile(player_id), ["devices", "identities"])
         for listed in stored:
             for key in json.loads(text(listed or b"[]")):
