@@ -43,47 +43,147 @@ MAX_WAIT_S = 300
 MAX_TICKET_ID = 100
 MAX_PLAYER_NAME = 64
 POLL_S = 0.05
+# A waiting or grouped ticket whose caller's gateway has not polled for this long has no
+# caller any more (its gateway died or stalled): no group is formed or finished with it.
+LIVE_MS = 3000
 # A group nobody has finished this long after it formed is finished by any member.
 TAKE_OVER_AFTER_S = 3.0
 # Ticket and group records outlive the wait by this much, for retries and late readers.
 KEEP_S = 120
 RPC_TIMEOUT_S = 10.0
 
-# KEYS: queue, this ticket. ARGV: ticket id, player name, now ms, players, ttl s, group id,
-# fewest waiting tickets that form a group now, key prefix of the pool, the caller's
-# client id (for its CreateMatch/JoinMatch budgets). Returns the
-# ticket's state ('waiting' or 'grouped') and its group id.
-# The queue never holds a full group (the enqueue that completes one takes it), so the
-# oldest tickets taken here always include this one.
-_ENQUEUE = """
-local queue, ticket = KEYS[1], KEYS[2]
-local id, players, ttl, gid, prefix = ARGV[1], tonumber(ARGV[4]), ARGV[5], ARGV[6], ARGV[8]
-local state = redis.call('HGET', ticket, 'state')
-if state == 'grouped' then return {state, redis.call('HGET', ticket, 'group')} end
-if state ~= 'waiting' then
-  redis.call('HSET', ticket, 'state', 'waiting', 'name', ARGV[2], 'client', ARGV[9])
-  redis.call('EXPIRE', ticket, ttl)
-  redis.call('ZADD', queue, tonumber(ARGV[3]), id)
+# Lua shared by the scripts below. A ticket is live while its caller's gateway polls it
+# (its 'seen' field, Redis's own clock, no older than LIVE_MS). `dissolve` undoes a group
+# that has not been claimed for seating: its live members go back to the queue at their
+# old place, the others leave it.
+_LUA_COMMON = """
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local waiting = redis.call('ZRANGE', queue, 0, players - 1)
-if #waiting < tonumber(ARGV[7]) then return {'waiting', ''} end
-for _, member in ipairs(waiting) do
+local function live(ticket, states, now, live_ms)
+  local f = redis.call('HMGET', ticket, 'state', 'seen')
+  return states[f[1]] ~= nil and tonumber(f[2]) ~= nil and now - tonumber(f[2]) <= live_ms
+end
+local function dissolve(queue, prefix, group, gone, now, live_ms)
+  local members = cjson.decode(redis.call('HGET', group, 'tickets') or '[]')
+  for _, member in ipairs(members) do
+    local key = prefix .. 'ticket:' .. member
+    if member ~= gone and live(key, {grouped = true}, now, live_ms) then
+      redis.call('HSET', key, 'state', 'waiting')
+      redis.call('HDEL', key, 'group')
+      redis.call('ZADD', queue, tonumber(redis.call('HGET', key, 'since')), member)
+    elseif member ~= gone then
+      redis.call('HSET', key, 'state', 'gone')
+    end
+  end
+  redis.call('HSET', group, 'dissolved', 1)
+end
+"""
+
+# KEYS: queue, this ticket. ARGV: ticket id, player name, now ms, players, ttl s, group id
+# suffix, fewest live tickets that form a group now, key prefix of the pool, the caller's
+# client id (for its CreateMatch/JoinMatch budgets), '1' when this call may (re)enter the
+# ticket in the queue ('0' when it only polls: then a cancelled or expired ticket stays
+# so), LIVE_MS. Returns the ticket's state and its group id.
+# Every call also marks the ticket live and drops from the queue the tickets whose callers
+# are gone (their entries leave with them), so a group is only ever formed of live ones.
+_ENQUEUE = (
+    _LUA_COMMON
+    + """
+local queue, ticket = KEYS[1], KEYS[2]
+local id, players, ttl, prefix = ARGV[1], tonumber(ARGV[4]), ARGV[5], ARGV[8]
+local live_ms, now = tonumber(ARGV[11]), now_ms()
+local state = redis.call('HGET', ticket, 'state')
+if state == 'grouped' then
+  local gid = redis.call('HGET', ticket, 'group')
+  redis.call('HSET', ticket, 'seen', now)
+  redis.call('HSET', prefix .. 'group:' .. gid, 'here:' .. id, 1)
+  return {state, gid}
+end
+if state ~= 'waiting' then
+  if ARGV[10] ~= '1' and state ~= 'gone' then return {state or 'expired', ''} end
+  local since = redis.call('HGET', ticket, 'since') or ARGV[3]
+  redis.call('HSET', ticket, 'state', 'waiting', 'name', ARGV[2], 'client', ARGV[9], 'since', since)
+  redis.call('EXPIRE', ticket, ttl)
+  redis.call('ZADD', queue, tonumber(since), id)
+end
+redis.call('HSET', ticket, 'seen', now)
+local members, mine = {}, false
+while #members < players do
+  local batch = redis.call('ZRANGE', queue, #members, #members + players - 1)
+  if #batch == 0 then break end
+  for _, member in ipairs(batch) do
+    if #members >= players then break end
+    local key = prefix .. 'ticket:' .. member
+    if live(key, {waiting = true}, now, live_ms) then
+      table.insert(members, member)
+      mine = mine or member == id
+    else
+      redis.call('ZREM', queue, member)
+      if redis.call('HGET', key, 'state') == 'waiting' then redis.call('HSET', key, 'state', 'gone') end
+    end
+  end
+end
+if #members < tonumber(ARGV[7]) then return {'waiting', ''} end
+-- The group id starts with its first member's id: that member's gateway finishes it.
+local gid = members[1] .. ':' .. ARGV[6]
+for _, member in ipairs(members) do
   redis.call('ZREM', queue, member)
   redis.call('HSET', prefix .. 'ticket:' .. member, 'state', 'grouped', 'group', gid)
 end
 local group = prefix .. 'group:' .. gid
-redis.call('HSET', group, 'tickets', cjson.encode(waiting))
+redis.call('HSET', group, 'tickets', cjson.encode(members))
 redis.call('EXPIRE', group, ttl)
-return {'grouped', gid}
+if mine then
+  redis.call('HSET', group, 'here:' .. id, 1)
+  return {'grouped', gid}
+end
+return {'waiting', ''}
 """
+)
 
-# KEYS: queue, ticket. ARGV: ticket id, the state to give a waiting ticket.
-_WITHDRAW = """
-if redis.call('HGET', KEYS[2], 'state') ~= 'waiting' then return 0 end
+# KEYS: queue, ticket. ARGV: ticket id, the state to give it, key prefix of the pool,
+# LIVE_MS. Withdraws a waiting ticket, or one whose group nobody has started seating yet
+# (the group is dissolved, its other members wait again): 1 if withdrawn, else 0.
+_WITHDRAW = (
+    _LUA_COMMON
+    + """
+local f = redis.call('HMGET', KEYS[2], 'state', 'group')
+if f[1] == 'grouped' then
+  local group = ARGV[3] .. 'group:' .. f[2]
+  if redis.call('HEXISTS', group, 'claimed') == 1 then return 0 end
+  dissolve(KEYS[1], ARGV[3], group, ARGV[1], now_ms(), tonumber(ARGV[4]))
+elseif f[1] ~= 'waiting' then
+  return 0
+end
 redis.call('ZREM', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[2], 'state', ARGV[2])
 return 1
 """
+)
+
+# KEYS: queue, group. ARGV: key prefix of the pool, LIVE_MS. Claims the group for seating
+# once every member's caller has polled since it formed ('claimed'); dissolves it if one
+# of them is gone ('dissolved'); else 'pending'.
+_CLAIM = (
+    _LUA_COMMON
+    + """
+if redis.call('HEXISTS', KEYS[2], 'dissolved') == 1 then return 'dissolved' end
+if redis.call('HEXISTS', KEYS[2], 'claimed') == 1 then return 'claimed' end
+local now, live_ms, pending = now_ms(), tonumber(ARGV[2]), false
+for _, member in ipairs(cjson.decode(redis.call('HGET', KEYS[2], 'tickets') or '[]')) do
+  if not live(ARGV[1] .. 'ticket:' .. member, {grouped = true}, now, live_ms) then
+    dissolve(KEYS[1], ARGV[1], KEYS[2], '', now, live_ms)
+    return 'dissolved'
+  end
+  pending = pending or redis.call('HEXISTS', KEYS[2], 'here:' .. member) == 0
+end
+if pending then return 'pending' end
+redis.call('HSET', KEYS[2], 'claimed', 1)
+return 'claimed'
+"""
+)
 
 
 def _text(value: Any) -> str:
@@ -114,6 +214,8 @@ class Matchmaker:
         self.pools = pools
         self._enqueue = redis.register_script(_ENQUEUE)
         self._withdraw = redis.register_script(_WITHDRAW)
+        self._claim = redis.register_script(_CLAIM)
+        self._releases: set[asyncio.Task[None]] = set()
 
     def ticket(
         self, game: str, players: int, ticket_id: str, player_name: str = "x", client: str = ""
@@ -138,12 +240,23 @@ class Matchmaker:
     async def find(self, ticket: Ticket, wait_s: int, fill_with_bots: bool) -> common_pb2.JoinMatchResponse:
         if wait_s > MAX_WAIT_S:
             raise InvalidArgument(f"wait_seconds: at most {MAX_WAIT_S}", field="wait_seconds")
+        try:
+            return await self._find(ticket, wait_s, fill_with_bots)
+        except BaseException:
+            # The call ended without a seat (cancelled, past its deadline, disconnected, the
+            # gateway stopping, an error): nobody waits on this ticket any more.
+            await asyncio.shield(self._leave(ticket))
+            raise
+
+    async def _find(self, ticket: Ticket, wait_s: int, fill_with_bots: bool) -> common_pb2.JoinMatchResponse:
         deadline = time.monotonic() + wait_s
         if ticket.session:
             # On the ticket before it queues: whichever gateway seats the group passes it on.
             await self.redis.hset(ticket.key(f"ticket:{ticket.ticket_id}"), "session", ticket.session)
-        state, group = await self._join_queue(ticket, wait_s, ticket.players)
+        state, group = await self._join_queue(ticket, wait_s, ticket.players, enter=True)
         grouped_at = time.monotonic()
+        if state == "grouped":
+            log.info("match_found", ticket=ticket.ticket_id, group=group)
         while True:
             if state == "grouped":
                 answer = await self.redis.hget(ticket.key(f"ticket:{ticket.ticket_id}"), "joined")
@@ -152,8 +265,7 @@ class Matchmaker:
                 if (
                     time.monotonic() - grouped_at > TAKE_OVER_AFTER_S
                     or group.partition(":")[0] == ticket.ticket_id
-                ):
-                    await self._finish_group(ticket, group)
+                ) and await self._finish_group(ticket, group):
                     continue
             elif state == "cancelled":
                 raise FailedPrecondition(
@@ -166,31 +278,70 @@ class Matchmaker:
                     if state == "grouped":
                         grouped_at = time.monotonic()
                         continue
-                if await self._withdraw(keys=self._ticket_keys(ticket), args=[ticket.ticket_id, "expired"]):
+                if await self._withdraw_as(ticket, "expired") or state != "waiting":
                     raise FailedPrecondition(
                         f"no_match_found: no other players within {wait_s} s; retry, or set fill_with_bots",
                         "no_match_found",
                     )
             await asyncio.sleep(POLL_S)
-            raw_state, raw_group = await self.redis.hmget(
-                ticket.key(f"ticket:{ticket.ticket_id}"), ["state", "group"]
-            )
             previous = state
-            state, group = _text(raw_state or b"expired"), _text(raw_group or b"")
+            # Polling keeps the ticket live, and forms a group if enough live tickets wait.
+            state, group = await self._join_queue(ticket, wait_s, ticket.players)
             if state == "grouped" and previous != "grouped":
                 grouped_at = time.monotonic()
+                log.info("match_found", ticket=ticket.ticket_id, group=group)
 
     async def cancel(self, ticket: Ticket) -> bool:
-        return bool(
-            await self._withdraw(keys=self._ticket_keys(ticket), args=[ticket.ticket_id, "cancelled"])
+        return await self._withdraw_as(ticket, "cancelled")
+
+    async def _withdraw_as(self, ticket: Ticket, state: str) -> bool:
+        args: list[Any] = [ticket.ticket_id, state, ticket.key(""), LIVE_MS]
+        return bool(await self._withdraw(keys=self._ticket_keys(ticket), args=args))
+
+    async def _leave(self, ticket: Ticket) -> None:
+        """Withdraw the ticket of a call that ended; if its group was already being seated,
+        give its seat up once made (the table's seat policy applies: a bot by default)."""
+        try:
+            if await self._withdraw_as(ticket, "left"):
+                return
+            key = ticket.key(f"ticket:{ticket.ticket_id}")
+            state, joined = await self.redis.hmget(key, ["state", "joined"])
+        except Exception as error:  # Redis gone too: the ticket stops being live in LIVE_MS
+            log.warning("matchmaking_withdraw_failed", ticket=ticket.ticket_id, error=str(error))
+            return
+        if _text(state or b"") == "grouped" and joined is None:
+            release = asyncio.create_task(self._release_seat(ticket))
+            self._releases.add(release)
+            release.add_done_callback(self._releases.discard)
+
+    async def _release_seat(self, ticket: Ticket) -> None:
+        key = ticket.key(f"ticket:{ticket.ticket_id}")
+        give_up = time.monotonic() + 2 * RPC_TIMEOUT_S
+        while (answer := await self.redis.hget(key, "joined")) is None:
+            if time.monotonic() > give_up:
+                return
+            await asyncio.sleep(POLL_S)
+        joined = common_pb2.JoinMatchResponse.FromString(base64.b64decode(answer))
+        stub = getattr(generated_modules(ticket.game)[1], f"{ticket.game.service}Stub")(
+            self.pools[ticket.game.name].pick()
         )
+        try:
+            await stub.LeaveMatch(
+                common_pb2.LeaveMatchRequest(match_id=joined.match.match_id),
+                metadata=(("authorization", f"Bearer {joined.token}"),),
+                timeout=RPC_TIMEOUT_S,
+                wait_for_ready=True,
+            )
+            log.info("matchmaking_seat_released", ticket=ticket.ticket_id, match_id=joined.match.match_id)
+        except grpc.aio.AioRpcError as error:
+            log.warning("matchmaking_release_failed", ticket=ticket.ticket_id, code=error.code().name)
 
     def _ticket_keys(self, ticket: Ticket) -> list[str]:
         return [ticket.key("queue"), ticket.key(f"ticket:{ticket.ticket_id}")]
 
-    async def _join_queue(self, ticket: Ticket, wait_s: int, minimum: int) -> tuple[str, str]:
-        # The group id starts with the forming ticket's id: that ticket's gateway finishes it.
-        group_id = f"{ticket.ticket_id}:{uuid.uuid4().hex[:12]}"
+    async def _join_queue(
+        self, ticket: Ticket, wait_s: int, minimum: int, enter: bool = False
+    ) -> tuple[str, str]:
         now_ms = int(time.time() * 1000)
         args: list[Any] = [
             ticket.ticket_id,
@@ -198,18 +349,22 @@ class Matchmaker:
             now_ms,
             ticket.players,
             wait_s + KEEP_S,
-            group_id,
+            uuid.uuid4().hex[:12],
         ]
-        args += [minimum, ticket.key(""), ticket.client]
+        args += [minimum, ticket.key(""), ticket.client, "1" if enter else "0", LIVE_MS]
         reply = await self._enqueue(keys=self._ticket_keys(ticket), args=args)
-        state, group = _text(reply[0]), _text(reply[1])
-        if state == "grouped":
-            log.info("match_found", ticket=ticket.ticket_id, group=group)
-        return state, group
+        return _text(reply[0]), _text(reply[1])
 
-    async def _finish_group(self, ticket: Ticket, group_id: str) -> None:
-        """Create the group's match (once) and seat each of its tickets in it."""
+    async def _finish_group(self, ticket: Ticket, group_id: str) -> bool:
+        """Create the group's match (once) and seat each of its tickets in it; False if the
+        group cannot be seated yet (a member has not polled since it formed) or was
+        dissolved instead (a member's caller gone before seating began)."""
         group_key = ticket.key(f"group:{group_id}")
+        claim = await self._claim(keys=[ticket.key("queue"), group_key], args=[ticket.key(""), LIVE_MS])
+        if _text(claim) != "claimed":
+            if _text(claim) == "dissolved":
+                log.info("matchmaking_group_dissolved", ticket=ticket.ticket_id, group=group_id)
+            return False
         raw_tickets, match_id = await self.redis.hmget(group_key, ["tickets", "match_id"])
         members: list[str] = json.loads(_text(raw_tickets or b"[]"))
         pb2, pb2_grpc = generated_modules(ticket.game)
@@ -245,3 +400,4 @@ class Matchmaker:
                 log.warning("matchmaking_join_failed", ticket=member, code=error.code().name)
                 raise
             await self.redis.hset(member_key, "joined", base64.b64encode(joined.SerializeToString()))
+        return True
