@@ -24,12 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from deploy import nginx
-from deploy.redis_server import APPENDFSYNC, durable_redis_command, free_port, wait_for_port
+from deploy.redis_server import APPENDFSYNC, durable_redis_command, free_port, listening
 from deploy.supervisor import Child, Supervisor, log_line
 from services.catalog import GAME_PACKAGES
 
 PROJECT = Path(__file__).resolve().parents[1]
-READY_TIMEOUT_S = 60.0
 
 
 class RunSettingsError(RuntimeError):
@@ -93,8 +92,8 @@ def _port_of(listen: str) -> int:
     return int(listen.rsplit(":", 1)[1])
 
 
-def _when_listening(port: int) -> Callable[[], None]:
-    return lambda: wait_for_port(port, timeout_s=READY_TIMEOUT_S)
+def _when_listening(port: int) -> Callable[[], bool]:
+    return lambda: listening(port)
 
 
 def children(settings: RunSettings, workdir: Path) -> list[Child]:
@@ -161,18 +160,21 @@ def main() -> None:
         sys.exit(f"mogames: bad settings: {error}")
     stopping = False
 
-    def stop(*_: object) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGINT, stop)
-    signal.signal(signal.SIGTERM, stop)
     workdir = tempfile.TemporaryDirectory(prefix="mogames-run-")
     supervisor = Supervisor(
         children(settings, Path(workdir.name)), pid_file=settings.data_dir / "processes.json"
     )
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+        supervisor.interrupt()
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
     try:
-        supervisor.start()
+        if not supervisor.start():
+            return
         front = "nginx, the gateway behind it" if settings.nginx else "the gateway"
         log_line("mogames_up", listen=settings.gateway_listen, front=front, data_dir=str(settings.data_dir))
         print(

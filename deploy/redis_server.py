@@ -29,6 +29,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def listening(port: int) -> bool:
+    """Whether something accepts connections on 127.0.0.1:``port`` now."""
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+        return True
+    return False
+
+
 def wait_for_port(port: int, timeout_s: float = 10.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -82,6 +89,15 @@ def running_redis(port: int | None = None, stdout: int | None = subprocess.DEVNU
             process.wait(timeout=10)
 
 
+AOF_REWRITE: dict[str, str] = {
+    "auto-aof-rewrite-percentage": "50",
+    "auto-aof-rewrite-min-size": "16mb",
+    "aof-use-rdb-preamble": "yes",
+}
+
+# A durable Redis's own settings file in its data folder, included when present.
+OWN_SETTINGS = "redis.extra.conf"
+
 # The appendfsync policies a durable Redis may run with (durable_redis_command).
 APPENDFSYNC = ("everysec", "always")
 
@@ -99,6 +115,7 @@ def durable_redis_command(
     fsync per write.
     ``noeviction``: a full Redis refuses writes rather than dropping matches.
     The password goes in a config file, not on the command line where ``ps`` shows it.
+    Settings of the operator's own, in ``OWN_SETTINGS`` in ``data_dir``, are read last.
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -109,11 +126,18 @@ def durable_redis_command(
         f"appendfsync {appendfsync}",
         'save ""',
         "maxmemory-policy noeviction",
+        # The file is rewritten (an RDB preamble, then the writes since) once it has grown
+        # by half since the last rewrite, so it stays proportional to the live data and a
+        # restart loads it in proportion too.
+        *(f"{name} {value}" for name, value in AOF_REWRITE.items()),
         "loglevel warning",
         *(f"{name} {value}" for name, value in TUNING.items()),
     ]
     if password:
         lines.append(f'requirepass "{password}"')
+    own = data_dir / OWN_SETTINGS
+    if own.exists():
+        lines.append(f'include "{own.resolve()}"')
     config = data_dir / "redis.conf"
     config.write_text("\n".join(lines) + "\n")
     config.chmod(0o600)

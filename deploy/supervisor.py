@@ -22,6 +22,9 @@ FIRST_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 10.0
 # A child that stayed up this long counts as healthy again: its next crash restarts fast.
 STABLE_AFTER_S = 30.0
+# While a child starts (Redis loading a large file, a service waiting for it), one line
+# this often says what start-up still waits for.
+STILL_WAITING_EVERY_S = 15.0
 
 
 def log_line(event: str, **fields: object) -> None:
@@ -35,8 +38,8 @@ class Child:
     name: str
     command: list[str]
     env: dict[str, str]
-    # Called after each (re)start: e.g. wait until it listens.
-    ready: Callable[[], None] | None = None
+    # Whether it is ready now (e.g. it listens); start-up waits for it, however long.
+    ready: Callable[[], bool] | None = None
     # Stopped after every other child (Redis, so the others finish their calls first).
     stop_last: bool = False
     # Children of one stage start together; each stage once the one before is ready.
@@ -59,16 +62,25 @@ class Supervisor:
     pid_file: Path | None = None
     log: IO[bytes] | None = None
     _stopping: bool = field(default=False, init=False)
+    _interrupted: bool = field(default=False, init=False)
 
-    def start(self) -> None:
-        """Start every child, stage by stage (Redis, then the services, then the gateway)."""
+    def interrupt(self) -> None:
+        """Make a start() under way return (from a signal handler)."""
+        self._interrupted = True
+
+    def start(self) -> bool:
+        """Start every child, stage by stage (Redis, then the services, then the gateway);
+        True once all are ready, False if interrupted first. A child that exits before it
+        is ready is started again with backoff: start-up waits, it does not give up."""
         for stage in sorted({child.stage for child in self.children}):
             starting = [child for child in self.children if child.stage == stage]
             for child in starting:
                 self._launch(child)
             for child in starting:
-                self._wait_ready(child)
+                if not self._wait_ready(child):
+                    return False
         self._write_pids()
+        return True
 
     def _launch(self, child: Child) -> None:
         # Its own session: Ctrl-C reaches the supervisor only, which stops children in order.
@@ -78,15 +90,36 @@ class Supervisor:
         child.started_at = time.monotonic()
         child.restart_at = None
 
-    def _wait_ready(self, child: Child) -> None:
-        if child.ready is not None:
-            child.ready()
-        assert child.process is not None
-        log_line("process_started", name=child.name, pid=child.process.pid, restarts=child.restarts)
+    def _wait_ready(self, child: Child) -> bool:
+        began = told = time.monotonic()
+        while not self._interrupted:
+            assert child.process is not None
+            code = child.process.poll()
+            if code is not None:
+                log_line("process_exited", name=child.name, code=code, restart_in_s=child.backoff_s)
+                if not self._pause(child.backoff_s):
+                    break
+                child.backoff_s = min(child.backoff_s * 2, MAX_BACKOFF_S)
+                child.restarts += 1
+                self._launch(child)
+                continue
+            if child.ready is None or child.ready():
+                log_line("process_started", name=child.name, pid=child.process.pid, restarts=child.restarts)
+                return True
+            if time.monotonic() - told >= STILL_WAITING_EVERY_S:
+                told = time.monotonic()
+                log_line("process_starting", name=child.name, waited_s=round(told - began))
+            time.sleep(0.05)
+        return False
 
-    def _spawn(self, child: Child) -> None:
-        self._launch(child)
-        self._wait_ready(child)
+    def _pause(self, seconds: float) -> bool:
+        """Sleep ``seconds`` unless interrupted; False if interrupted."""
+        until = time.monotonic() + seconds
+        while time.monotonic() < until:
+            if self._interrupted:
+                return False
+            time.sleep(0.05)
+        return not self._interrupted
 
     def check(self) -> None:
         """Restart what exited (once its backoff has passed); call it often."""
@@ -107,8 +140,10 @@ class Supervisor:
             elif now >= child.restart_at:
                 child.restarts += 1
                 try:
-                    self._spawn(child)
-                except (OSError, TimeoutError) as error:
+                    # Not waited for: the others keep being watched meanwhile.
+                    self._launch(child)
+                    log_line("process_restarted", name=child.name, pid=child.pid, restarts=child.restarts)
+                except OSError as error:
                     log_line("process_restart_failed", name=child.name, error=str(error))
                     child.restart_at = time.monotonic() + child.backoff_s
                 changed = True

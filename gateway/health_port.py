@@ -11,11 +11,13 @@ from __future__ import annotations
 from grpc import aio
 from grpc_health.v1 import health, health_pb2_grpc
 
+from services.runtime import serving
+
 
 async def start_health_port(listen: str, checker: health.aio.HealthServicer) -> tuple[aio.Server, int]:
     """A started server answering only Health/Check and Health/Watch; with its bound port."""
     server = aio.server(options=[("grpc.so_reuseport", 0)])
     health_pb2_grpc.add_HealthServicer_to_server(checker, server)
-    port = server.add_insecure_port(listen)
+    port = serving.bind(server.add_insecure_port, listen)
     await server.start()
     return server, port

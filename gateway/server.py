@@ -35,11 +35,11 @@ def _routes_match_id(method: object) -> bool:
 
 def _bind(server: grpc.aio.Server, settings: GatewaySettings) -> int:
     if not settings.tls_cert:
-        return server.add_insecure_port(settings.listen)
+        return serving.bind(server.add_insecure_port, settings.listen)
     credentials = grpc.ssl_server_credentials(
         [(Path(settings.tls_key).read_bytes(), Path(settings.tls_cert).read_bytes())]
     )
-    return server.add_secure_port(settings.listen, credentials)
+    return serving.bind(lambda listen: server.add_secure_port(listen, credentials), settings.listen)
 
 
 async def build(
@@ -142,7 +142,7 @@ def cli() -> None:
     except SettingsError as error:
         sys.exit(f"mogames gateway: bad settings: {error}")
     logs.configure(settings.log_level, service="gateway", replica=settings.listen)
-    serving.run(main(settings))
+    serving.run(main(settings), "mogames gateway")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from starlette.staticfiles import StaticFiles
 
 from gateway.backends import ReplicaPool
 from gateway.web_rpc import endpoints
+from services.runtime.serving import StartupError
 from services.runtime.settings import GatewaySettings, InputLimits
 from services.runtime.tasks import cancel_until_done
 
@@ -179,7 +180,8 @@ async def start_web(
         sock = _bound_socket(settings.web_listen)
     except OSError as error:
         if settings.web_listen_chosen:
-            raise
+            message = f"cannot listen on {settings.web_listen} (MOGAMES_WEB_LISTEN): {error.strerror}"
+            raise StartupError(message) from None
         log.warning("web_port_unavailable", listen=settings.web_listen, error=str(error))
         if own_folder:
             shutil.rmtree(own_folder, ignore_errors=True)

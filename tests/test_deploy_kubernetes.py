@@ -12,7 +12,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from deploy.redis_server import TUNING
+from deploy.redis_server import AOF_REWRITE, TUNING
 from services.catalog import GAME_PACKAGES, rules_module
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -169,6 +169,7 @@ def test_redis_is_durable_bounded_and_password_protected(manifests):
     assert {"appendonly yes", "appendfsync everysec", "maxmemory-policy noeviction"} <= set(config)
     assert any(line.startswith("maxmemory ") for line in config)
     assert {f"{name} {value}" for name, value in TUNING.items()} <= set(config), "as make run's Redis"
+    assert {f"{name} {value}" for name, value in AOF_REWRITE.items()} <= set(config), "as make run's Redis"
     for deployment in of_kind(manifests, "Deployment").values():
         settings = env(containers(deployment)[0])
         assert settings["MOGAMES_REDIS_URL"] == "redis://redis:6379/0"

@@ -22,7 +22,7 @@ from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient
 from deploy.local import RunSettings, RunSettingsError
-from deploy.redis_server import durable_redis_command, free_port, wait_for_port
+from deploy.redis_server import OWN_SETTINGS, durable_redis_command, free_port, wait_for_port
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
 
@@ -239,3 +239,42 @@ def test_make_run_s_redis_fsync_policy_comes_from_the_environment(monkeypatch, t
     monkeypatch.setenv("MOGAMES_REDIS_APPENDFSYNC", "sometimes")
     with pytest.raises(RunSettingsError, match="MOGAMES_REDIS_APPENDFSYNC must be one of everysec, always"):
         RunSettings.from_env()
+
+
+async def test_make_run_comes_back_on_an_append_only_file_that_takes_seconds_to_load(make_run):
+    make_run.start(replicas=2, nginx=False)
+    async with grpc.aio.insecure_channel(make_run.gateway, options=CHANNEL_OPTIONS) as channel:
+        client = GameClient(channel, GAME)
+        halfway = await start_match(client)
+        await play(client, halfway, moves=5)
+    redis = make_run.redis()
+    try:
+        # Writes enough that, with Redis pausing LOAD_DELAY_US after each as it loads the
+        # file again (its key-load-delay), loading takes LOADING_S at least.
+        async with redis.pipeline(transaction=False) as pipe:
+            for n in range(LOADED_WRITES):
+                pipe.set(f"filler:{n}", "x")
+            await pipe.execute()
+    finally:
+        await redis.aclose()
+    assert make_run.stop() == 0
+    (make_run.data_dir / "redis" / OWN_SETTINGS).write_text(f"key-load-delay {LOAD_DELAY_US}\n")
+    began = time.monotonic()
+    make_run.start(replicas=2, nginx=False)
+    took_s = time.monotonic() - began
+    events = [json.loads(line) for line in make_run.log.read_text().splitlines() if line.startswith("{")]
+    # Both replicas started while Redis loaded, said so once each, and came up after it.
+    loading = [e for e in events if e.get("event") == "redis_loading"]
+    assert len({e["replica"] for e in loading}) == len(loading) == 2
+    assert took_s >= LOADING_S
+    assert not [e for e in make_run.supervisor_events() if e["event"] == "process_exited"]
+    async with grpc.aio.insecure_channel(make_run.gateway, options=CHANNEL_OPTIONS) as channel:
+        client = GameClient(channel, GAME)
+        await assert_intact(client, make_run, [halfway])
+        await play(client, halfway)
+        assert halfway.status == common_pb2.FINISHED
+
+
+LOADED_WRITES = 25_000
+LOAD_DELAY_US = 100
+LOADING_S = LOADED_WRITES * LOAD_DELAY_US / 1e6

@@ -159,7 +159,7 @@ def test_service_stops_when_its_port_is_taken(redis_url, tmp_path):
             assert service.wait(timeout=30) != 0
         finally:
             service.kill()
-    assert f"Failed to bind to address 127.0.0.1:{port}" in (tmp_path / "service.log").read_text()
+    assert f"cannot listen on 127.0.0.1:{port}" in (tmp_path / "service.log").read_text()
 
 
 def test_gateway_refuses_a_bad_backend_list():

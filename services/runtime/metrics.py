@@ -44,10 +44,18 @@ BACKENDS_UP = Gauge(
 )
 
 
+class MetricsPortError(RuntimeError):
+    pass
+
+
 def serve(listen: str) -> None:
     """Serve ``/metrics`` over HTTP on ``host:port`` from a background thread."""
     host, _, port = listen.rpartition(":")
-    prometheus_client.start_http_server(int(port), addr=host.strip("[]"))
+    try:
+        prometheus_client.start_http_server(int(port), addr=host.strip("[]"))
+    except OSError as error:
+        message = f"cannot listen on {listen} (MOGAMES_METRICS_LISTEN): {error.strerror}"
+        raise MetricsPortError(message) from None
 
 
 def move_committed(game: str) -> None:

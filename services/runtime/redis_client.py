@@ -23,13 +23,16 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import redis.asyncio as aioredis
+import structlog
 from redis.asyncio.client import PubSub
 from redis.asyncio.cluster import ClusterNode
 from redis.asyncio.connection import ConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.driver_info import DriverInfo
+from redis.exceptions import AuthenticationError, BusyLoadingError, RedisClusterException, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.utils import get_lib_version
 
 from services.runtime.redis_lane import PipelinedLane
@@ -55,8 +58,20 @@ KEEP_IDLE = 2
 _DRIVER_INFO = DriverInfo(name="redis-py", lib_version=get_lib_version())
 
 
+log = structlog.get_logger("redis")
+
+# How long start-up waits for a Redis it cannot reach before giving up (one that answers
+# "loading" is waited for as long as it loads).
+UNREACHABLE_BUDGET_S = 30.0
+_FIRST_WAIT_S, _LONGEST_WAIT_S = 0.1, 2.0
+
+
 class RedisUrlError(ValueError):
     pass
+
+
+class RedisStartupError(RuntimeError):
+    """Redis cannot be used at start-up; the message is one line for the operator."""
 
 
 @dataclass(frozen=True)
@@ -78,15 +93,93 @@ def is_cluster_url(url: str) -> bool:
 
 
 def check_url(url: str) -> None:
-    """Raise RedisUrlError naming what is wrong with ``url``."""
-    scheme = urlsplit(url).scheme
+    """Raise RedisUrlError naming what is wrong with ``url``. Nothing is guessed: redis-py
+    reads ``redis:/host:port`` (one slash) as localhost:6379, so it is refused here."""
+    parts = urlsplit(url)
+    scheme = parts.scheme
     if scheme in CLUSTER_SCHEMES:
         parse_cluster_url(url)
-    elif scheme not in SINGLE_SCHEMES:
+        return
+    if scheme not in SINGLE_SCHEMES:
         raise RedisUrlError(
             "must be a redis://, rediss://, unix://, redis+cluster:// or rediss+cluster:// URL, "
             f"got scheme {scheme!r}"
         )
+    if scheme == "unix":
+        if not parts.path:
+            raise RedisUrlError("must be unix:///path/to/redis.sock, got no path")
+        return
+    shape = f"must be {scheme}://[user:password@]host[:port][/db]"
+    if not url.startswith(f"{scheme}://") or not parts.hostname:
+        raise RedisUrlError(f"{shape}, got no host in {_without_password(url)!r}")
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise RedisUrlError(f"{shape}, got a bad port in {_without_password(url)!r}") from None
+    if parts.path.strip("/") and not parts.path.strip("/").isdigit():
+        raise RedisUrlError(f"{shape}, got database {parts.path.strip('/')!r}")
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
+
+
+def describe(url: str) -> str:
+    """Where ``url`` points, without its password, for messages."""
+    return _without_password(url)
+
+
+async def wait_until_ready(client: RedisClient, url: str, budget_s: float = UNREACHABLE_BUDGET_S) -> None:
+    """Return once Redis answers a PING. While it loads its data ("LOADING") this waits as
+    long as the load takes; while it cannot be reached, ``budget_s`` at most; each with
+    backoff and one log line. Raises RedisStartupError (one line) for a refused password or
+    once the budget is spent."""
+    where = describe(url)
+    delay = _FIRST_WAIT_S
+    deadline = time.monotonic() + budget_s
+    told: str | None = None
+    while True:
+        try:
+            await client.ping()
+        except AuthenticationError as error:
+            raise _refused(where, error) from None
+        except ResponseError as error:
+            if "NOAUTH" in str(error) or "WRONGPASS" in str(error):
+                raise _refused(where, error) from None
+            raise
+        except BusyLoadingError:
+            deadline = time.monotonic() + budget_s  # it is there, and making progress
+            if told != "loading":
+                told = "loading"
+                log.warning("redis_loading", redis=where, note="waiting until Redis has loaded its data")
+        except (RedisConnectionError, RedisTimeoutError, RedisClusterException, OSError) as error:
+            if time.monotonic() >= deadline:
+                raise RedisStartupError(
+                    f"Redis at {where} unreachable after {budget_s:g} s ({_one_line(error)})"
+                ) from None
+            if told != "unreachable":
+                told = "unreachable"
+                log.warning("redis_unreachable", redis=where, error=_one_line(error), retry_for_s=budget_s)
+        else:
+            if told is not None:
+                log.info("redis_ready", redis=where)
+            return
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, _LONGEST_WAIT_S)
+
+
+def _refused(where: str, error: BaseException) -> RedisStartupError:
+    return RedisStartupError(
+        f"Redis at {where} refused the password: set MOGAMES_REDIS_PASSWORD (or the URL's) to "
+        f"its requirepass ({_one_line(error)})"
+    )
+
+
+def _one_line(error: BaseException) -> str:
+    return " ".join(str(error).split()) or type(error).__name__
 
 
 def parse_cluster_url(url: str) -> ClusterTarget:

@@ -16,7 +16,7 @@ from services.runtime.bot_pool import BotPool
 from services.runtime.codec import Codec
 from services.runtime.limits import ClientBudgets
 from services.runtime.matches import MatchService
-from services.runtime.redis_client import RedisClient, connect
+from services.runtime.redis_client import RedisClient, connect, wait_until_ready
 from services.runtime.servicer import GameServicer
 from services.runtime.settings import ServiceSettings, SettingsError
 from services.runtime.store import MatchStore
@@ -55,7 +55,8 @@ async def build(settings: ServiceSettings) -> GameService:
     """A ready-to-start server for ``settings.game``; its scheduler already runs."""
     rules = rules_module(settings.game)
     client = metrics.instrument_redis(connect(settings.redis_url, settings.redis_password))
-    await client.ping()
+    # A Redis still loading its data after a restart, or briefly away, is waited for.
+    await wait_until_ready(client, settings.redis_url, settings.redis_wait_s)
     codec = Codec(rules.GAME)
     server = serving.new_server(
         settings.limits, ClientBudgets(client, settings), settings.max_connection_age_s
@@ -65,7 +66,7 @@ async def build(settings: ServiceSettings) -> GameService:
     checker = await serving.add_health_and_reflection(server, [rules.GAME.full_service])
     # grpc raises when the port is taken: before the scheduler starts, since a running
     # scheduler would keep the process alive without its port.
-    port = server.add_insecure_port(settings.listen)
+    port = serving.bind(server.add_insecure_port, settings.listen)
     # Turn timers, server bots and the idle reaper.
     scheduler = Scheduler(service)
     scheduler.start()
@@ -118,7 +119,7 @@ def cli(argv: list[str]) -> None:
     except SettingsError as error:
         sys.exit(f"mogames: bad settings: {error}")
     logs.configure(settings.log_level, service=settings.game, replica=settings.listen)
-    serving.run(main(settings))
+    serving.run(main(settings), f"mogames {settings.game}")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,8 @@ import ctypes
 import ctypes.util
 import gc
 import signal
+import socket
+import sys
 from collections.abc import Awaitable, Callable
 
 import grpc
@@ -17,6 +19,8 @@ from grpc_reflection.v1alpha import reflection
 
 from services.runtime.interceptors import ContextInterceptor
 from services.runtime.limits import ClientBudgets
+from services.runtime.metrics import MetricsPortError
+from services.runtime.redis_client import RedisStartupError
 from services.runtime.settings import InputLimits
 
 log = structlog.get_logger("serving")
@@ -43,6 +47,45 @@ PENDING_CALL_OPTIONS = [
     ("grpc.server.max_pending_requests", 20_000),
     ("grpc.server.max_pending_requests_hard_limit", 40_000),
 ]
+
+
+class StartupError(RuntimeError):
+    """The process cannot start; the message is one line for the operator."""
+
+
+def bind(add_port: Callable[[str], int], listen: str) -> int:
+    """``add_port(listen)`` (a server's add_insecure_port or a TLS one), a taken or foreign
+    address told in one line instead of gRPC's RuntimeError (and its core's log line, for a
+    port found taken before gRPC tries it)."""
+    taken = _bind_error(listen)
+    if taken is not None:
+        raise StartupError(f"cannot listen on {listen}: {taken}")
+    try:
+        return add_port(listen)
+    except RuntimeError:
+        raise StartupError(
+            f"cannot listen on {listen}: the port is in use, or the address is not this machine's"
+        ) from None
+
+
+def _bind_error(listen: str) -> str | None:
+    """Why ``listen`` (host:port) cannot be bound now, if it cannot; None if it can or if
+    only gRPC can tell (a port chosen by the system, a name it resolves itself)."""
+    host, _, port = listen.rpartition(":")
+    if not port.isdigit() or int(port) == 0:
+        return None
+    try:
+        infos = socket.getaddrinfo(host.strip("[]") or None, int(port), type=socket.SOCK_STREAM)
+    except OSError:
+        return None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(address)
+        except OSError as error:
+            return error.strerror or str(error)
+    return None
 
 
 def new_server(
@@ -138,8 +181,16 @@ async def serve_until_signalled(
 GC_FIRST_GENERATION = 50_000
 
 
-def run(main: Awaitable[None]) -> None:
-    """Runs ``main`` on uvloop, with the collector tuned for a server's allocation pattern."""
+def run(main: Awaitable[None], program: str = "mogames") -> None:
+    """Runs ``main`` on uvloop, with the collector tuned for a server's allocation pattern.
+    A start-up failure ends the process with one line naming it, and exit code 1."""
+    try:
+        _run(main)
+    except (StartupError, RedisStartupError, MetricsPortError) as error:
+        sys.exit(f"{program}: cannot start: {error}")
+
+
+def _run(main: Awaitable[None]) -> None:
     _, second, third = gc.get_threshold()
     gc.set_threshold(GC_FIRST_GENERATION, second, third)
     # What start-up made (modules, the catalog, generated messages) lives as long as the

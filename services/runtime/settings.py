@@ -194,6 +194,9 @@ class ServiceSettings:
     # A quiet WatchMatch sends a Heartbeat this often, so proxies keep the stream and a
     # vanished client is noticed at the next write.
     heartbeat_s: float = 15.0
+    # Start-up waits this long for a Redis it cannot reach (one still loading its data is
+    # waited for until it is done), then stops with one line.
+    redis_wait_s: int = 30
 
     @classmethod
     def from_env(cls, game: str | None = None) -> ServiceSettings:
@@ -231,6 +234,7 @@ class ServiceSettings:
             max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             spectators=_bool("MOGAMES_SPECTATORS", True),
             heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 15, minimum=1),
+            redis_wait_s=_int("MOGAMES_REDIS_WAIT_S", 30),
         )
 
 
