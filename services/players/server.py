@@ -11,7 +11,7 @@ from mogames.players.v1 import players_pb2
 from services.players.oidc import OidcVerifier
 from services.players.servicer import PlayersServicer
 from services.runtime import logs, metrics, serving
-from services.runtime.redis_client import RedisClient, connect
+from services.runtime.redis_client import RedisClient, connect, wait_until_ready
 from services.runtime.settings import PlayersSettings, SettingsError
 
 SERVICE = players_pb2.DESCRIPTOR.services_by_name["Players"].full_name
@@ -41,7 +41,7 @@ class PlayersService:
 
 async def build(settings: PlayersSettings) -> PlayersService:
     client = metrics.instrument_redis(connect(settings.redis_url, settings.redis_password))
-    await client.ping()
+    await wait_until_ready(client, settings.redis_url, settings.redis_wait_s)
     limits = settings.limits
     if limits.max_string < MAX_STRING:
         limits = type(limits)(**{**limits.__dict__, "max_string": MAX_STRING})
@@ -49,7 +49,7 @@ async def build(settings: PlayersSettings) -> PlayersService:
     servicer = PlayersServicer(client, settings)
     servicer.add_to_server(server)
     checker = await serving.add_health_and_reflection(server, [SERVICE])
-    port = server.add_insecure_port(settings.listen)
+    port = serving.bind(server.add_insecure_port, settings.listen)
     return PlayersService(server, checker, client, servicer, port)
 
 
@@ -69,7 +69,7 @@ def cli(argv: list[str]) -> None:
     except SettingsError as error:
         sys.exit(f"mogames players: bad settings: {error}")
     logs.configure(settings.log_level, service="players", replica=settings.listen)
-    serving.run(main(settings))
+    serving.run(main(settings), "mogames players")
 
 
 if __name__ == "__main__":

@@ -416,6 +416,8 @@ class PlayersSettings:
     limits: InputLimits = field(default_factory=lambda: InputLimits())
     metrics_listen: str = ""
     max_connection_age_s: int = 300
+    # As ServiceSettings.redis_wait_s.
+    redis_wait_s: int = 30
 
     @classmethod
     def from_env(cls) -> PlayersSettings:
@@ -440,4 +442,5 @@ class PlayersSettings:
             limits=InputLimits.from_env(),
             metrics_listen=_metrics_listen(),
             max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
+            redis_wait_s=_int("MOGAMES_REDIS_WAIT_S", 30),
         )
