@@ -11,7 +11,7 @@ import httpx
 import structlog
 
 from services.runtime import logs, metrics
-from services.runtime.redis_client import connect
+from services.runtime.redis_client import RedisStartupError, connect, wait_until_ready
 from services.runtime.settings import SettingsError
 from services.workers import notifier, ratings_worker
 from services.workers.consumer import ActivityConsumer
@@ -27,6 +27,8 @@ async def run(kind: str, settings: WorkerSettings, webhook: WebhookSettings | No
     redis = metrics.instrument_redis(connect(settings.redis_url, settings.redis_password))
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(redis.aclose)
+        # A Redis still loading its data after a restart, or briefly away, is waited for.
+        await wait_until_ready(redis, settings.redis_url)
         if kind == "notifier":
             assert webhook is not None
             limits = httpx.Limits(max_connections=webhook.concurrency)
@@ -77,3 +79,5 @@ def cli(argv: list[str] | None = None) -> None:
         uvloop.run(run(kind, settings, webhook))
     except KeyboardInterrupt:
         pass
+    except RedisStartupError as error:
+        sys.exit(f"mogames {kind}: cannot start: {error}")
