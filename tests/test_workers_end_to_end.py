@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from mogames.players.v1 import players_pb2_grpc
+from mogames.players.v1 import players_pb2, players_pb2_grpc
 from openskill.models import PlackettLuce
 
 from clients.game_client import GameClient
@@ -51,6 +51,17 @@ async def test_real_matches_notify_every_bound_seat_and_rate_every_result(worker
                         return False
 
                     await play_humans(games, created.match_id, seats, never, moves=5000)
+                ladders = Ladders(client)
+
+                async def rated() -> bool:
+                    return (await ladders.rating(GAME, ann.id)).matches == MATCHES
+
+                await wait_until(rated, "every match rated", 30)
+                board = await world.players.GetLeaderboard(players_pb2.GetLeaderboardRequest(ladder=GAME))
+                assert {(r.player_id, r.display_name, r.matches) for r in board.top} == {
+                    (ann.id, "Ann", MATCHES),
+                    (ben.id, "Ben", MATCHES),
+                }
         entries = [
             {k.decode(): v.decode() for k, v in fields.items()}
             for _, fields in await client.xrange(keys.activity(GAME))
@@ -87,12 +98,6 @@ async def test_real_matches_notify_every_bound_seat_and_rate_every_result(worker
         assert players[2] == ""  # the bot's seat
         new = model.rate([[replay[players[0]]], [replay[players[1]]]], ranks=[float(r) for r in ranks[:2]])
         replay[players[0]], replay[players[1]] = new[0][0], new[1][0]
-    ladders = Ladders(client)
-
-    async def rated() -> bool:
-        return (await ladders.rating(GAME, ann.id)).matches == MATCHES
-
-    await wait_until(rated, "every match rated", 30)
     for player in (ann, ben):
         rating = await ladders.rating(GAME, player.id)
         assert (rating.skill.mu, rating.skill.sigma, rating.matches) == (

@@ -9,8 +9,9 @@ from __future__ import annotations
 from mogames.players.v1 import players_pb2
 
 from services.catalog import GAME_PACKAGES
+from services.runtime import keys
 from services.runtime.errors import InvalidArgument, Unauthenticated
-from services.runtime.redis_client import RedisClient
+from services.runtime.redis_client import RedisClient, text
 from services.runtime.settings import PlayersSettings
 from services.workers.ladders import Ladders, PlayerRating
 
@@ -42,7 +43,7 @@ def _bounded(value: int, default: int, most: int, field: str) -> int:
     return value or default
 
 
-def rating_message(rating: PlayerRating) -> players_pb2.Rating:
+def rating_message(rating: PlayerRating, display_name: str = "") -> players_pb2.Rating:
     return players_pb2.Rating(
         player_id=rating.player_id,
         ladder=rating.ladder,
@@ -51,6 +52,7 @@ def rating_message(rating: PlayerRating) -> players_pb2.Rating:
         ordinal=rating.skill.ordinal,
         matches=rating.matches,
         rank=rating.rank,
+        display_name=display_name,
     )
 
 
@@ -60,12 +62,20 @@ class RatingHandlers:
         self.settings = settings
         self.ladders = Ladders(redis)
 
+    async def _named(self, ratings: list[PlayerRating]) -> list[players_pb2.Rating]:
+        """Each rating with its player's display name (from their profile; "" once deleted)."""
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for rating in ratings:
+                pipe.hget(keys.player_profile(rating.player_id), "display_name")
+            names = await pipe.execute() if ratings else []
+        return [rating_message(r, text(n) if n else "") for r, n in zip(ratings, names, strict=True)]
+
     async def get_rating(
         self, request: players_pb2.GetRatingRequest, player_id: str
     ) -> players_pb2.GetRatingResponse:
         ladder = _ladder(request.ladder)
         rating = await self.ladders.rating(ladder, _player(request.player_id, player_id))
-        return players_pb2.GetRatingResponse(rating=rating_message(rating))
+        return players_pb2.GetRatingResponse(rating=(await self._named([rating]))[0])
 
     async def get_leaderboard(
         self, request: players_pb2.GetLeaderboardRequest, player_id: str
@@ -74,11 +84,11 @@ class RatingHandlers:
         top = _bounded(request.top, DEFAULT_TOP, MAX_TOP, "top")
         around = _bounded(request.around, DEFAULT_AROUND, MAX_AROUND, "around")
         answer = players_pb2.GetLeaderboardResponse(
-            top=[rating_message(r) for r in await self.ladders.top(ladder, top)]
+            top=await self._named(await self.ladders.top(ladder, top))
         )
         if request.around_player_id:
             near = await self.ladders.around(ladder, request.around_player_id, around)
-            answer.around.extend(rating_message(r) for r in near)
+            answer.around.extend(await self._named(near))
         return answer
 
     async def list_rating_history(
