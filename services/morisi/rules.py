@@ -30,7 +30,7 @@ from services.engine import (
     rng,
     split_move,
 )
-from services.morisi import board
+from services.morisi import board, policy
 from services.morisi.board import (
     BLOCKS_PER_COLOR,
     CITY,
@@ -723,20 +723,8 @@ class State(EngineState, dict=True):
         return [Event({"board_set_up": body})]
 
     def timeout_move(self, seat: int) -> JsonDict:
-        """A timed-out turn builds nothing (``end_turn``, pending sticks return); a pawn that
-        must be placed or moved goes to the first listed tile with a block to take, else the first
-        listed; a prediction names the first city not yet in it."""
-        moves = self.legal_moves(seat)
-        if not moves:
-            raise NotYourTurn(seat)
-        if self.phase == "PHASE_BUILD":
-            return {"end_turn": {}}
-        for move in moves:
-            (body,) = move.values()
-            tile = body.get("tile", -1)
-            if tile >= 0 and self.blocks[tile] > 0:
-                return move
-        return moves[0]
+        """The timeout policy, also the ``policy`` bot's: see ``services.morisi.policy``."""
+        return policy.timeout_move(self, seat)
 
     # ------------------------------------------------------------ view
 

@@ -1078,6 +1078,30 @@ def test_timeout_move_builds_nothing_and_moves_to_a_block():
         state.timeout_move(0)
 
 
+def test_timeout_move_walks_the_pawn_towards_the_nearest_block():
+    line = [(q, 0, Y if q % 2 else O) for q in range(8)]  # 0..7 along one straight line
+
+    def pawn_step(blocks: dict[int, int], pawns: list[int]) -> int:
+        on_tiles = [blocks.get(t, 0) for t in range(len(line))]
+        state = State.for_test(2, line, blocks=on_tiles, pawns=pawns, phase="PHASE_MOVE")
+        move = state.timeout_move(0)
+        assert move in state.legal_moves(0)
+        return move["move_pawn"]["tile"]
+
+    # no destination holds a block: a step towards the only one, not the first listed tile 1
+    # (which, turn after turn, shuttled pawns between empty tiles for ever)
+    assert pawn_step({7: 1}, pawns=[2, 0]) == 3
+    assert pawn_step({7: 1}, pawns=[5, 6]) == 7  # a jump over the other pawn
+    # the nearest block wins, counting jumps: 2 moves to 7, 4 to 0
+    assert pawn_step({0: 1, 7: 1}, pawns=[4, 6]) == 5
+    # equally near blocks: the lowest destination
+    assert pawn_step({0: 1, 6: 1}, pawns=[3, 7]) == 2
+    # the pawn's own tile is a target too once it has stepped off it: 2 moves back, 4 to 7
+    assert pawn_step({3: 1, 7: 1}, pawns=[3, 0]) == 2
+    # no block anywhere (the match is over at the end of the turn): the first listed tile
+    assert pawn_step({}, pawns=[4, 7]) == 3
+
+
 def test_opening_event_is_the_public_board():
     state = State.new(3, 9, {"prediction": True})
     (event,) = state.opening_events()
