@@ -87,6 +87,13 @@ bench-engines: install
 bench-storage: install
 	$(BIN)/python -m bench.bench_storage $(BENCH_STORAGE_ARGS)
 
+# Every match ends: 1,000 seeded matches per game and player count with the policy bot in every
+# seat, played to the end within each game's move cap (bench/bench_policy.py; about a minute).
+# BENCH_POLICY_ARGS="--level random" plays random bots instead (about five minutes).
+.PHONY: bench-policy
+bench-policy: install
+	$(BIN)/python -m bench.bench_policy $(BENCH_POLICY_ARGS)
+
 autoplay: install
 	$(BIN)/python -m clients.autoplay $(AUTOPLAY_ARGS)
 
