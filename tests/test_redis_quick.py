@@ -36,10 +36,16 @@ async def test_an_error_reply_leaves_the_connection_in_use(pool):
 
 async def test_commands_of_one_turn_share_one_write_and_each_gets_its_own_reply(pool, monkeypatch):
     lane_id = await pool.quick("CLIENT", "ID")
-    writer = pool._lane._connection._writer
+    # The lane writes by redis-py's send_packed_command: one call, one write, per flush.
+    connection = pool._lane._connection
     writes: list[bytes] = []
-    write = writer.write
-    monkeypatch.setattr(writer, "write", lambda data: (writes.append(data), write(data)))
+    send = connection.send_packed_command
+
+    async def counted(command, check_health=True):
+        writes.append(b"".join(command))
+        await send(command, check_health=check_health)
+
+    monkeypatch.setattr(connection, "send_packed_command", counted)
     replies = await asyncio.gather(*(pool.quick("ECHO", f"reply-{n}") for n in range(300)))
     assert replies == [f"reply-{n}".encode() for n in range(300)]
     assert len(writes) == 1 and writes[0].count(b"ECHO") == 300

@@ -40,7 +40,7 @@ class PlayersService:
 
 
 async def build(settings: PlayersSettings) -> PlayersService:
-    client = metrics.instrument_redis(connect(settings.redis_url, settings.redis_password))
+    client = connect(settings.redis_url, settings.redis_password)
     await wait_until_ready(client, settings.redis_url, settings.redis_wait_s)
     limits = settings.limits
     if limits.max_string < MAX_STRING:

@@ -14,14 +14,13 @@ import uuid
 from typing import Any
 
 import grpc
-import redis.asyncio as aioredis
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 from mogames.common.v1 import common_pb2
 
 from services.runtime import keys
 from services.runtime.errors import InvalidArgument, ResourceExhausted
-from services.runtime.redis_client import text
+from services.runtime.redis_client import RedisClient, text
 from services.runtime.settings import InputLimits, IPNetwork, ServiceSettings
 
 # Metadata the gateway sets to the client it serves, replacing whatever the client sent;
@@ -117,7 +116,7 @@ class ClientBudgets:
 
     METHODS = ("CreateMatch", "JoinMatch")
 
-    def __init__(self, client: aioredis.Redis, settings: ServiceSettings) -> None:
+    def __init__(self, client: RedisClient, settings: ServiceSettings) -> None:
         self.redis = client
         self.window_s = settings.rate_window_s
         self.per_window = {"CreateMatch": settings.create_per_window, "JoinMatch": settings.join_per_window}

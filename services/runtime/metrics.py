@@ -6,9 +6,7 @@ needs to know prometheus_client's types.
 
 from __future__ import annotations
 
-import time
 from collections import Counter as Tally
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import prometheus_client
@@ -112,7 +110,7 @@ def watch_count(service: str) -> WatchCount:
 
 
 def redis_command_seconds(name: str, seconds: float) -> None:
-    """A command sent past the instrumented client (the commit's quick lane)."""
+    """A Redis command's time (services/runtime/redis_client.py times every client's)."""
     _redis_seconds(name).observe(seconds)
 
 
@@ -125,40 +123,3 @@ def _redis_seconds(name: str) -> Any:
 
 
 _redis_histograms: dict[str, Any] = {}
-
-
-def _timed(name: str, send: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    histogram = _redis_seconds(name)
-
-    async def timed(*args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return await send(*args, **kwargs)
-        finally:
-            histogram.observe(time.perf_counter() - started)
-
-    return timed
-
-
-def instrument_redis(client: Any) -> Any:
-    """Time every command and pipeline of a redis.asyncio client (plain or cluster)."""
-    execute = client.execute_command
-
-    async def execute_command(*args: Any, **kwargs: Any) -> Any:
-        histogram = _redis_seconds(str(args[0]).split(" ", 1)[0].upper() if args else "?")
-        started = time.perf_counter()
-        try:
-            return await execute(*args, **kwargs)
-        finally:
-            histogram.observe(time.perf_counter() - started)
-
-    new_pipeline = client.pipeline
-
-    def pipeline(*args: Any, **kwargs: Any) -> Any:
-        pipe = new_pipeline(*args, **kwargs)
-        pipe.execute = _timed("PIPELINE", pipe.execute)
-        return pipe
-
-    client.execute_command = execute_command
-    client.pipeline = pipeline
-    return client

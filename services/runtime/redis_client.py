@@ -24,8 +24,8 @@ from urllib.parse import unquote, urlsplit
 
 import redis.asyncio as aioredis
 import structlog
-from redis.asyncio.client import PubSub
-from redis.asyncio.cluster import ClusterNode
+from redis.asyncio.client import Pipeline, PubSub
+from redis.asyncio.cluster import ClusterNode, ClusterPipeline
 from redis.asyncio.connection import ConnectionPool
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
@@ -35,6 +35,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.utils import get_lib_version
 
+from services.runtime import metrics, redis_private
 from services.runtime.redis_lane import PipelinedLane
 
 RedisClient = aioredis.Redis | aioredis.RedisCluster
@@ -227,7 +228,7 @@ class IdleClosingPool(ConnectionPool):
     async def release(self, connection: Any) -> None:
         await super().release(connection)
         self._released_at[connection] = time.monotonic()
-        if len(self._available_connections) > KEEP_IDLE:
+        if len(redis_private.idle_connections(self)) > KEEP_IDLE:
             self._close_idle_later()
 
     def _close_idle_later(self) -> None:
@@ -242,8 +243,8 @@ class IdleClosingPool(ConnectionPool):
         def idle(spare: list[Any]) -> list[Any]:
             return [c for c in spare if now - self._released_at.get(c, now) >= IDLE_CLOSE_S]
 
-        async with self._lock:
-            available = self._available_connections
+        async with redis_private.pool_lock(self):
+            available = redis_private.idle_connections(self)
             closing = idle(available[: max(0, len(available) - KEEP_IDLE)])
             for connection in closing:
                 available.remove(connection)
@@ -295,9 +296,9 @@ def connect(
         if password and not urlsplit(url).password:
             common["password"] = password
         pool = IdleClosingPool.from_url(url, retry=_retry(2), health_check_interval=30, **common)
-        return aioredis.Redis.from_pool(pool)
+        return TimedRedis.from_pool(pool)
     target = parse_cluster_url(url)
-    cluster = aioredis.RedisCluster(
+    return TimedRedisCluster(
         startup_nodes=[ClusterNode(host, port) for host, port in target.nodes],
         username=target.username,
         password=target.password or password or None,
@@ -307,24 +308,64 @@ def connect(
         retry=_retry(6),
         **common,
     )
-    return _lost_connections_as_such(cluster)
 
 
-def _lost_connections_as_such(cluster: aioredis.RedisCluster) -> aioredis.RedisCluster:
-    """On a failover redis-py's cluster client closes a failed node's connections, also
-    under commands still using one of them; such a command then fails inside the client
-    (AttributeError: its writer is gone). That is a lost connection, so it is reported as
-    one: the caller answers UNAVAILABLE and the client retries, as for any other."""
-    execute = cluster.execute_command
+def _command_name(args: tuple[Any, ...]) -> str:
+    return str(args[0]).split(" ", 1)[0].upper() if args else "?"
 
-    async def execute_command(*args: Any, **kwargs: Any) -> Any:
+
+class TimedRedis(aioredis.Redis):
+    """redis-py's client, each command and pipeline timed for the metrics."""
+
+    async def execute_command(self, *args: Any, **options: Any) -> Any:
+        started = time.perf_counter()
         try:
-            return await execute(*args, **kwargs)
+            return await super().execute_command(*args, **options)
+        finally:
+            metrics.redis_command_seconds(_command_name(args), time.perf_counter() - started)
+
+    def pipeline(self, transaction: bool = True, shard_hint: str | None = None) -> Pipeline:
+        return _TimedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
+
+
+class _TimedPipeline(Pipeline):
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await super().execute(*args, **kwargs)
+        finally:
+            metrics.redis_command_seconds("PIPELINE", time.perf_counter() - started)
+
+
+class TimedRedisCluster(aioredis.RedisCluster):
+    """redis-py's cluster client, timed like TimedRedis, with its lost connections reported
+    as such: on a failover it closes a failed node's connections, also under commands still
+    using one of them; such a command then fails inside the client (AttributeError: its
+    writer is gone). That is a lost connection, so the caller answers UNAVAILABLE and the
+    client retries, as for any other."""
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await super().execute_command(*args, **kwargs)
         except AttributeError as error:
             raise RedisConnectionError(f"connection closed under the command: {error}") from error
+        finally:
+            metrics.redis_command_seconds(_command_name(args), time.perf_counter() - started)
 
-    cluster.execute_command = execute_command  # type: ignore[method-assign]
-    return cluster
+    def pipeline(self, transaction: Any | None = None, shard_hint: Any | None = None) -> ClusterPipeline:
+        if shard_hint:
+            return super().pipeline(transaction, shard_hint)  # refused by redis-py, by name
+        return _TimedClusterPipeline(self, transaction)  # type: ignore[abstract]  # as redis-py makes it
+
+
+class _TimedClusterPipeline(ClusterPipeline):
+    async def execute(self, *args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return await super().execute(*args, **kwargs)
+        finally:
+            metrics.redis_command_seconds("PIPELINE", time.perf_counter() - started)
 
 
 def _roaming(connection_class: Any, cluster: aioredis.RedisCluster) -> Any:
@@ -333,13 +374,15 @@ def _roaming(connection_class: Any, cluster: aioredis.RedisCluster) -> Any:
     resubscribes there)."""
 
     class RoamingConnection(connection_class):  # type: ignore[misc, valid-type]
-        def _connection_arguments(self) -> Any:
-            nodes = cluster.get_nodes()
-            current = (getattr(self, "host", None), getattr(self, "port", None))
-            others = [n for n in nodes if (n.host, n.port) != current]
-            node = random.choice(others or nodes)
-            self.host, self.port = node.host, node.port
-            return super()._connection_arguments()
+        async def connect_check_health(self, *args: Any, **kwargs: Any) -> Any:
+            # Every way redis-py (re)connects goes through here: pick the node first.
+            if not self.is_connected:
+                nodes = cluster.get_nodes()
+                current = (getattr(self, "host", None), getattr(self, "port", None))
+                others = [n for n in nodes if (n.host, n.port) != current]
+                node = random.choice(others or nodes)
+                self.host, self.port = node.host, node.port
+            return await super().connect_check_health(*args, **kwargs)
 
     return RoamingConnection
 
@@ -364,4 +407,10 @@ def pubsub(client: RedisClient) -> PubSub:
         connection_class, kwargs = pool.connection_class, {**pool.connection_kwargs}
     kwargs.update(socket_timeout=None, health_check_interval=0, socket_keepalive=True)
     dedicated = ConnectionPool(connection_class=connection_class, max_connections=1, **kwargs)
-    return aioredis.Redis.from_pool(dedicated).pubsub()
+    return aioredis.Redis.from_pool(dedicated).pubsub(push_handler_func=_as_read)
+
+
+async def _as_read(message: Any) -> Any:
+    """A pub/sub message (a RESP3 push) handed back as read, to whoever reads the connection
+    (the watch hub); redis-py's default handler logs each one first."""
+    return message

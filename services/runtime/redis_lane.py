@@ -3,10 +3,11 @@ asks first) on one connection shared by every command of the replica, pipelined.
 
 Redis answers a connection's commands in the order they came, so commands need no
 connection each: each is written to the one connection, and its reply is the next one
-read. Every command asked in one turn of the event loop goes out in one write, and one
-read takes every reply that has arrived. Under load a replica's commits share their
-system calls, on its side and on Redis's, without redis-py's per-command work (pool lock,
-connection checks, a parser call and a timeout per command).
+read. Every command asked in one turn of the event loop goes out in one write
+(``send_packed_command``), and one reader takes the replies in order (``read_response``,
+whose parser hands over every reply a socket read brought before reading again). Under
+load a replica's commits share their system calls, on its side and on Redis's, without
+redis-py's per-command work (pool lock, connection checks, a timeout per command).
 
 Only short commands belong here: one that blocks (BLPOP, XREAD BLOCK) holds up every
 command behind it. A command not answered within its timeout fails, and so does the
@@ -20,20 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import math
 from collections.abc import Callable
 from typing import Any
 
 import hiredis
-from redis._parsers.base import BaseParser
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import InvalidResponse
+from redis.exceptions import InvalidResponse, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
-
-READ_SIZE = 1 << 16
-
-
-class _ErrorReply(Exception):
-    """An error reply, as hiredis hands it over (returned, not raised)."""
 
 
 class PipelinedLane:
@@ -47,7 +42,7 @@ class PipelinedLane:
         # Commands sent and not answered yet, in order: (the caller's future, deadline, timeout).
         self._waiting: collections.deque[tuple[asyncio.Future[Any], float, float]] = collections.deque()
         self._out: list[bytes] = []
-        self._flush: asyncio.Handle | None = None
+        self._flush: asyncio.Task[None] | None = None
         self._watchdog: asyncio.TimerHandle | None = None
         self._closing: set[asyncio.Task[None]] = set()
 
@@ -62,7 +57,9 @@ class PipelinedLane:
         # hiredis packs in C what redis-py's packer encodes argument by argument.
         self._out.append(hiredis.pack_command(args))  # type: ignore[arg-type]  # its stub wants a 1-tuple
         if self._flush is None:
-            self._flush = loop.call_soon(self._write)
+            # The task's first step runs after this turn's other callbacks: every command
+            # they ask for goes out in the same write.
+            self._flush = loop.create_task(self._write(), name="redis-lane-writer")
         if self._watchdog is None:
             self._watchdog = loop.call_at(self._waiting[0][1], self._check_deadline)
         return await future
@@ -82,39 +79,43 @@ class PipelinedLane:
         connection = self._make_connection()
         await connection.connect()
         self._connection = connection
-        parser = hiredis.Reader(protocolError=InvalidResponse, replyError=_ErrorReply)
-        self._reader = asyncio.create_task(self._read(connection, parser), name="redis-lane-reader")
+        self._reader = asyncio.create_task(self._read(connection), name="redis-lane-reader")
 
-    def _write(self) -> None:
+    async def _write(self) -> None:
         self._flush = None
         out, self._out = self._out, []
         connection = self._connection
+        if connection is None or not out:
+            return  # the connection failed since: so did these commands
         try:
-            # A transport write: whatever the socket does not take now is buffered by the
-            # transport and sent as it drains (nothing here waits for that).
-            connection._writer.write(b"".join(out))
+            # Waits only while the socket's buffer is full; commands asked meanwhile go out
+            # in the next write, in order.
+            await connection.send_packed_command([b"".join(out)], check_health=False)
         except Exception as error:
             self._fail(connection, RedisConnectionError(f"writing to Redis failed: {error}"))
 
-    async def _read(self, connection: Any, parser: hiredis.Reader) -> None:
-        stream = connection._reader
+    async def _read(self, connection: Any) -> None:
         try:
             while True:
-                data = await stream.read(READ_SIZE)
-                if not data:
-                    raise RedisConnectionError("Redis closed the connection")
-                parser.feed(data)
-                while (reply := parser.gets()) is not False:
-                    if not self._waiting:
-                        raise InvalidResponse("a reply no command asked for")
-                    future = self._waiting.popleft()[0]
-                    if future.done():
-                        continue  # its caller was cancelled: the reply is dropped
-                    if isinstance(reply, _ErrorReply):
-                        # Made the exception redis-py makes of it (NOSCRIPT -> NoScriptError, ...).
-                        future.set_exception(BaseParser.parse_error(str(reply)))
-                    else:
-                        future.set_result(reply)
+                try:
+                    # No timeout of the read's own: the watchdog times each command out.
+                    reply = await connection.read_response(
+                        disable_decoding=True, timeout=math.inf, disconnect_on_error=False
+                    )
+                except ResponseError as error:  # an error reply, as redis-py makes it (NoScriptError, ...)
+                    reply = error
+                else:
+                    if reply is None and not connection.is_connected:
+                        raise RedisConnectionError("Redis closed the connection")
+                if not self._waiting:
+                    raise InvalidResponse("a reply no command asked for")
+                future = self._waiting.popleft()[0]
+                if future.done():
+                    continue  # its caller was cancelled: the reply is dropped
+                if isinstance(reply, ResponseError):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -145,7 +146,7 @@ class PipelinedLane:
         self._connection = None
         self._out = []  # the failed commands' own
         if self._flush is not None:
-            self._flush.cancel()
+            self._flush.cancel()  # not started yet: nothing of it was written
             self._flush = None
         waiting, self._waiting = self._waiting, collections.deque()
         for future, _, _ in waiting:

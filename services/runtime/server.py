@@ -54,7 +54,7 @@ class GameService:
 async def build(settings: ServiceSettings) -> GameService:
     """A ready-to-start server for ``settings.game``; its scheduler already runs."""
     rules = rules_module(settings.game)
-    client = metrics.instrument_redis(connect(settings.redis_url, settings.redis_password))
+    client = connect(settings.redis_url, settings.redis_password)
     # A Redis still loading its data after a restart, or briefly away, is waited for.
     await wait_until_ready(client, settings.redis_url, settings.redis_wait_s)
     codec = Codec(rules.GAME)

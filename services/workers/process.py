@@ -24,7 +24,7 @@ log = structlog.get_logger("worker")
 
 
 async def run(kind: str, settings: WorkerSettings, webhook: WebhookSettings | None) -> None:
-    redis = metrics.instrument_redis(connect(settings.redis_url, settings.redis_password))
+    redis = connect(settings.redis_url, settings.redis_password)
     async with contextlib.AsyncExitStack() as stack:
         stack.push_async_callback(redis.aclose)
         # A Redis still loading its data after a restart, or briefly away, is waited for.
