@@ -27,7 +27,8 @@ from typing import IO
 import redis
 
 from bench import markdown
-from bench.bench import cpu_seconds, game_load, percentile
+from bench.baselines import cpu_seconds
+from bench.bench import game_load, percentile
 from deploy.launcher import System, running_system
 from deploy.redis_cluster import running_redis_cluster
 from deploy.redis_server import free_port

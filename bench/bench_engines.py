@@ -25,7 +25,7 @@ from typing import Any
 
 from bench.markdown import table
 from services.catalog import GAME_PACKAGES, rules_module
-from services.runtime.store import StateDecoder, encode_state
+from services.runtime.record import StateDecoder, encode_state
 
 SAMPLE_EVERY = 37  # steps between sampled states (prime, so phases of a turn vary)
 MAX_SAMPLES = 300

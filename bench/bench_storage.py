@@ -39,7 +39,8 @@ from services.runtime.history_chunks import (
     unpack_chunk,
 )
 from services.runtime.proto_dicts import _json_format_dict, from_dict, to_dict
-from services.runtime.store import CHUNK, MERGE, encode_state
+from services.runtime.record import encode_state
+from services.runtime.store import CHUNK, MERGE
 
 _pack = msgspec.msgpack.encode
 _unpack = msgspec.msgpack.decode

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from bench import bench, bench_cluster, markdown
+from bench import baselines, bench, bench_cluster, markdown
 from bench import bench_targets as targets
 
 ARGS = argparse.Namespace(
@@ -45,7 +45,9 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
         {"redis": 0.3, "nginx": 0.42},
         moves_per_live_match=1234.4,
     )
-    bench.print_table([figures], bench.EchoFigures(2142.4, 0.4731), bench.EchoFigures(2378.0, 0.2161), ARGS)
+    bench.print_table(
+        [figures], baselines.EchoFigures(2142.4, 0.4731), baselines.EchoFigures(2378.0, 0.2161), ARGS
+    )
     lines = capsys.readouterr().out.splitlines()
     header = lines.index(
         "| game | through | matches | moves | moves/s | move p50 / p99 ms | errors"
@@ -65,7 +67,9 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
     assert relay.startswith("relay: 2378 moves/s, 0.216 ms of server CPU per move = 0.46 echo calls")
     assert "turn clock" not in lines[-1]
     timed = argparse.Namespace(**{**vars(ARGS), "turn_seconds": 60})
-    bench.print_table([figures], bench.EchoFigures(2142.4, 0.4731), bench.EchoFigures(2378.0, 0.2161), timed)
+    bench.print_table(
+        [figures], baselines.EchoFigures(2142.4, 0.4731), baselines.EchoFigures(2378.0, 0.2161), timed
+    )
     setup = capsys.readouterr().out.splitlines()[-1]
     assert "2 replica(s) per game; a 60 s turn clock on every decision; Redis with AOF" in setup
 
@@ -81,11 +85,13 @@ def test_make_bench_prints_the_median_round_next_to_its_own_echo(capsys):
     chosen = bench.median_round(rounds)
     assert chosen is rounds[0]
     assert chosen.round_ratios == [2.5, 3.0, 4.0]
-    assert bench.median_of(
-        [bench.EchoFigures(1, 0.5), bench.EchoFigures(1, 0.3), bench.EchoFigures(1, 0.4)]
-    ) == (bench.EchoFigures(1, 0.4))
+    assert baselines.median_of(
+        [baselines.EchoFigures(1, 0.5), baselines.EchoFigures(1, 0.3), baselines.EchoFigures(1, 0.4)]
+    ) == (baselines.EchoFigures(1, 0.4))
     # The row's ratio is against its own round's echo, not the run's median echo.
-    bench.print_table([chosen], bench.EchoFigures(2000.0, 0.45), bench.EchoFigures(5000.0, 0.15), ARGS)
+    bench.print_table(
+        [chosen], baselines.EchoFigures(2000.0, 0.45), baselines.EchoFigures(5000.0, 0.15), ARGS
+    )
     row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("| happy_mochi"))
     assert row.endswith("| 1.50 | 3.0 | 2.5, 3.0, 4.0 |")
 
@@ -152,7 +158,9 @@ def test_a_round_is_held_against_its_own_echo_and_what_was_not_measured_is_not_j
 
 def test_make_bench_prints_the_targets_table(capsys):
     figures = _row("happy_mochi", "python gateway, PlayMatch", 0.6)
-    bench.print_table([figures], bench.EchoFigures(6500.0, 0.15), bench.EchoFigures(14000.0, 0.06), ARGS)
+    bench.print_table(
+        [figures], baselines.EchoFigures(6500.0, 0.15), baselines.EchoFigures(14000.0, 0.06), ARGS
+    )
     lines = capsys.readouterr().out.splitlines()
     heading = lines.index("the targets in this run:")
     assert lines[heading + 1] == "| target | figure | met |"

@@ -13,8 +13,9 @@ from google.protobuf import json_format
 from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime.codec import from_dict, generated_modules, to_dict
 from services.runtime.event_packing import packing_for
+from services.runtime.history import StoredCommit, StoredEvent
 from services.runtime.proto_dicts import _json_format_dict
-from services.runtime.store import MatchRecord, StateDecoder, StoredCommit, StoredEvent, encode_state
+from services.runtime.record import MatchRecord, StateDecoder, encode_state
 
 
 @pytest.mark.parametrize("game", GAME_PACKAGES)

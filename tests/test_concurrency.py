@@ -8,7 +8,8 @@ import uuid
 
 import grpc
 
-from services.runtime.store import MatchStore, StoredEvent
+from services.runtime.history import StoredEvent
+from services.runtime.store import MatchStore
 from tests.helpers import active_seat_move, refusal, start_match
 
 GAME = "happy_mochi"

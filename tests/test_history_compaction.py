@@ -20,6 +20,7 @@ from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime import keys
 from services.runtime.errors import Aborted, FailedPrecondition
 from services.runtime.event_packing import packing_for
+from services.runtime.history import KEEP_RECENT, StoredCommit, StoredEvent
 from services.runtime.history_chunks import (
     DICTIONARY_FILE,
     UnknownDictionary,
@@ -33,17 +34,7 @@ from services.runtime.history_chunks import (
 )
 from services.runtime.matches import FINISHED, MatchService, MoveResult
 from services.runtime.redis_client import connect
-from services.runtime.store import (
-    CHUNK,
-    DIGEST_BYTES,
-    KEEP_RECENT,
-    MERGE,
-    RECORD_BYTES,
-    REQUEST_WINDOW,
-    MatchStore,
-    StoredCommit,
-    StoredEvent,
-)
+from services.runtime.store import CHUNK, DIGEST_BYTES, MERGE, RECORD_BYTES, REQUEST_WINDOW, MatchStore
 from tests.conftest import service_settings
 
 Position = tuple[int, int]

@@ -17,10 +17,11 @@ from clients.game_client import GameClient
 from deploy.redis_server import running_redis
 from services.catalog import rules_module
 from services.runtime import keys
+from services.runtime.history import StoredEvent
 from services.runtime.lifecycle import Lifecycle
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect
-from services.runtime.store import MatchStore, StoredEvent
+from services.runtime.store import MatchStore
 from services.runtime.timers import Scheduler
 from tests.conftest import running_services, service_settings
 

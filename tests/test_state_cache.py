@@ -15,9 +15,11 @@ import pytest
 from services.catalog import rules_module
 from services.engine import MoveError
 from services.runtime.errors import FailedPrecondition
+from services.runtime.history import StoredEvent
 from services.runtime.matches import MatchService, MoveResult
+from services.runtime.record import StateDecoder
 from services.runtime.redis_client import connect
-from services.runtime.store import MatchStore, StateDecoder, StoredEvent
+from services.runtime.store import MatchStore
 from tests.conftest import service_settings
 
 GAME = "happy_mochi"

@@ -27,8 +27,8 @@ import msgspec
 import structlog
 
 from services.runtime import keys
+from services.runtime.history import StoredEvent
 from services.runtime.redis_client import RedisClient
-from services.runtime.store import StoredEvent
 from services.runtime.tables import Seats
 
 log = structlog.get_logger("activity")

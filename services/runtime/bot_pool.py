@@ -15,7 +15,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 from services.bots import worker
 from services.engine import JsonDict, rng
-from services.runtime.store import MatchStore, StoredEvent
+from services.runtime.history import StoredEvent
+from services.runtime.store import MatchStore
 
 # Beyond this, a decision is given up and the policy move played instead: the budget is a
 # fraction of it, so only a queue of decisions far longer than the pool can serve hits it.

@@ -11,8 +11,8 @@ from google.protobuf.message import Message
 from services.engine import GameInfo
 from services.runtime.by_identity import ByIdentity
 from services.runtime.event_packing import EventPacking, packing_for
+from services.runtime.history import StoredEvent
 from services.runtime.proto_dicts import from_dict, generated_modules, to_dict
-from services.runtime.store import StoredEvent
 
 __all__ = ["Codec", "from_dict", "generated_modules", "to_dict"]
 

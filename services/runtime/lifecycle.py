@@ -14,7 +14,7 @@ import structlog
 from services.engine import Event
 from services.runtime.errors import FailedPrecondition, InvalidArgument, Unauthenticated
 from services.runtime.matches import ABANDONED, IN_PROGRESS, WAITING, Joined, MatchFacts, MatchService
-from services.runtime.store import MatchRecord
+from services.runtime.record import MatchRecord
 from services.runtime.tables import POLICY_ABANDON, bot_level
 
 log = structlog.get_logger("lifecycle")

@@ -25,19 +25,11 @@ from services.runtime import auth, keys, metrics
 from services.runtime.activity import Activity, Pending
 from services.runtime.due import DueSet
 from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from services.runtime.history import RecordedAnswer, StoredEvent
+from services.runtime.record import MatchRecord, StateDecoder, encode_state
 from services.runtime.settings import ServiceSettings
 from services.runtime.state_cache import StateCache
-from services.runtime.store import (
-    DIGEST_BYTES,
-    FeedEntry,
-    MatchRecord,
-    MatchStore,
-    RecordedAnswer,
-    StateDecoder,
-    StoredEvent,
-    encode_state,
-    request_digest,
-)
+from services.runtime.store import DIGEST_BYTES, FeedEntry, MatchStore, request_digest
 from services.runtime.tables import Seats, TableOptions, new_lifecycle
 from services.runtime.watch_hub import WatchHub
 

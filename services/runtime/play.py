@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from services.runtime.store import StoredEvent
+from services.runtime.history import StoredEvent
 
 # The longest a committed move's answer waits for its version's events.
 ANSWER_WAIT_S = 1.0

@@ -17,7 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from services.runtime.store import MatchRecord
+from services.runtime.record import MatchRecord
 
 # Matches whose decoded state a replica keeps (least recently used ones go first).
 DEFAULT_CAPACITY = 4096

@@ -17,12 +17,11 @@ in one string per match, which keeps the match's last ``REQUEST_WINDOW`` of them
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -31,11 +30,12 @@ import structlog
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError
 
-from services.engine import EngineState
 from services.runtime import keys, metrics
 from services.runtime.due import wake_lua
-from services.runtime.event_packing import EventPacking, packing_for
-from services.runtime.history_chunks import first_plain, merge_chunks, pack_chunk, unpack_chunk
+from services.runtime.event_packing import packing_for
+from services.runtime.history import KEEP_RECENT, HistoryReads, RecordedAnswer, StoredCommit, StoredEvent
+from services.runtime.history_chunks import merge_chunks, pack_chunk
+from services.runtime.record import MatchRecord
 from services.runtime.redis_client import IdleClosingPool, RedisClient, text
 
 log = structlog.get_logger("store")
@@ -46,10 +46,8 @@ _pack = msgspec.msgpack.Encoder().encode
 _json = msgspec.json.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 
-# Commits per archived chunk, and how many of the latest stay in the tail after one is
-# archived (a watcher a little behind reads them there, without the archive).
+# Commits per archived chunk (the latest KEEP_RECENT stay in the tail).
 CHUNK = 16
-KEEP_RECENT = 4
 # Chunks after the first that one archive element merges (CHUNK * MERGE commits): one more
 # hand-off, once MERGE - 1 chunks of one hand-off each end the archive, carries them too.
 MERGE = 8
@@ -64,17 +62,11 @@ REQUEST_WINDOW = 64
 # match; a replica holds at most this many (the oldest is dropped: any commit hands it out again).
 MAX_PENDING_CHUNKS = 10_000
 
-# A stream position, (version, seq) of an event.
-Position = tuple[int, int]
-
 
 def request_digest(seat: int, request_id: str) -> bytes:
     """The key a client's request id is recorded under (per seat)."""
     return hashlib.blake2b(f"{seat}:{request_id}".encode(), digest_size=DIGEST_BYTES).digest()
 
-
-# A record this process already holds decoded, by match id and rev (to read only), if any.
-KnownRecord = Callable[[str, int], "MatchRecord | None"]
 
 # Searches the request records (a string) for a digest: the version it was answered at,
 # or false. Records are fixed-size, so a hit counts only at a record's start.
@@ -175,140 +167,6 @@ return {rev, doc, found}
 )
 
 
-@dataclass
-class MatchRecord:
-    """Everything stored about a match. ``state`` is the engine's own snapshot."""
-
-    match_id: str
-    game: str
-    players: int
-    seed: int
-    options: dict[str, Any]
-    seats: list[str | None]
-    status: str
-    version: int
-    # The engine's state as stored: its MessagePack (``encode_state``), which ``StateDecoder``
-    # reads.
-    state: Any
-    created_at: float
-    updated_at: float
-    # Sequence number of the last event stored under the current version.
-    event_seq: int = 0
-    # The checked TableOptions, and what they rule per seat: tokens, bots, clocks
-    # (services/runtime/tables.py owns both shapes).
-    table: dict[str, Any] = field(default_factory=dict)
-    lifecycle: dict[str, Any] = field(default_factory=dict)
-    rev: int = field(default=0, compare=False)
-
-    def encode(self) -> bytes:
-        # Not dataclasses.asdict: it deep-copies the engine state, the costliest part of a move.
-        return _pack({f.name: getattr(self, f.name) for f in _RECORD_FIELDS})
-
-    @classmethod
-    def decode(cls, raw: bytes | str, rev: int) -> MatchRecord:
-        """``raw`` as redis-py types a reply (its clients here never decode to str)."""
-        # The state is left encoded (msgspec.Raw): its engine's typed decoder reads it, once,
-        # and only when no decoded state of this rev is at hand.
-        stored = _decode_record(raw.encode() if isinstance(raw, str) else raw)
-        return cls(**{name: getattr(stored, name) for name in _STORED_FIELDS}, rev=rev)
-
-
-_RECORD_FIELDS = [f for f in dataclasses.fields(MatchRecord) if f.name != "rev"]
-
-
-class _StoredRecord(msgspec.Struct):
-    """A MatchRecord as MessagePack holds it, the state left undecoded."""
-
-    match_id: Any
-    game: Any
-    players: Any
-    seed: Any
-    options: Any
-    seats: Any
-    status: Any
-    version: Any
-    state: msgspec.Raw
-    created_at: Any
-    updated_at: Any
-    event_seq: Any = 0
-    table: Any = msgspec.field(default_factory=dict)
-    lifecycle: Any = msgspec.field(default_factory=dict)
-
-
-_STORED_FIELDS = _StoredRecord.__struct_fields__
-_decode_record = msgspec.msgpack.Decoder(_StoredRecord).decode
-
-
-def encode_state(state: EngineState) -> msgspec.Raw:
-    """An engine state as a record stores it: the MessagePack of its Struct (field names as
-    map keys, the same bytes its ``to_dict`` would pack to)."""
-    return msgspec.Raw(_pack(state))
-
-
-class StateDecoder:
-    """Reads ``State`` from a record's stored state by msgspec's decoder typed with the
-    State Struct (no dicts built on the way)."""
-
-    def __init__(self, state_class: type[EngineState]) -> None:
-        self._decode = msgspec.msgpack.Decoder(state_class).decode
-
-    def __call__(self, stored: msgspec.Raw | bytes) -> Any:
-        return self._decode(stored)
-
-
-@dataclass(frozen=True)
-class StoredEvent:
-    version: int
-    seq: int
-    to: tuple[int, ...] | None
-    body: dict[str, Any]
-
-    @property
-    def stream_id(self) -> str:
-        return f"{self.version}-{self.seq}"
-
-    def visible_to(self, seat: int | None) -> bool:
-        return self.to is None or (seat is not None and seat in self.to)
-
-
-@dataclass(frozen=True)
-class RecordedAnswer:
-    """What a commit answered its SubmitMove, for a retry of the same request id."""
-
-    active_seats: list[int]
-    status: str
-
-
-@dataclass(frozen=True)
-class StoredCommit:
-    """One commit's events (all of one version, numbered from ``first_seq``), as stored:
-    ``[version, first_seq, [[to, body], ...], answer]`` (answer: ``[active_seats, status]``
-    of a SubmitMove with a request id, else nil). A body is its game's MatchEvent bytes
-    (services/runtime/event_packing.py)."""
-
-    version: int
-    first_seq: int
-    events: list[StoredEvent]
-    answer: RecordedAnswer | None
-
-    @classmethod
-    def of(cls, events: list[StoredEvent], answer: RecordedAnswer | None, packing: EventPacking) -> bytes:
-        """The tail element of ``events``."""
-        body = [[e.to, packing.pack(e.body)] for e in events]
-        extra = None if answer is None else [answer.active_seats, answer.status]
-        return _pack([events[0].version, events[0].seq, body, extra])
-
-    @classmethod
-    def decode(cls, data: list[Any], packing: EventPacking) -> StoredCommit:
-        version, first, body, extra = data
-        events = [
-            StoredEvent(version, first + i, None if to is None else tuple(to), packing.unpack(event))
-            for i, (to, event) in enumerate(body)
-        ]
-        answer = None if extra is None else RecordedAnswer(list(extra[0]), str(extra[1]))
-        return cls(version, first, events, answer)
-
-
 @dataclass(frozen=True)
 class FeedEntry:
     """An entry for a per-game move feed (``keys.game_moves``), capped near ``maxlen``."""
@@ -326,7 +184,7 @@ class CommitResult:
     previous_version: int = 0
 
 
-class MatchStore:
+class MatchStore(HistoryReads):
     """The matches of one game (``game``: its short name, which says how its events are
     stored)."""
 
@@ -499,80 +357,3 @@ class MatchStore:
             # The move is committed: failing its answer now (a feed node failing over) would
             # only make the client retry a move that is already in; the feed misses it.
             log.exception("game_feed_append_failed", version=version)
-
-    async def commit_of_version(self, match_id: str, version: int) -> StoredCommit | None:
-        """The commit that made ``version`` (the first one stored under it), if stored."""
-        commits = await self._commits_after(match_id, (version, 0), await self._tail(match_id))
-        return next((c for c in commits if c.version == version), None)
-
-    async def events_of_version(self, match_id: str, version: int) -> list[StoredEvent]:
-        """Every event stored under ``version``."""
-        events, _ = await self.events_after(match_id, (version, 0), with_record=False)
-        return [e for e in events if e.version == version]
-
-    async def history(self, match_id: str) -> list[StoredEvent]:
-        """Every stored event of the match, in order."""
-        events, _ = await self.events_after(match_id, (0, 0), with_record=False)
-        return events
-
-    async def events_after(
-        self, match_id: str, after: Position, with_record: bool, known: KnownRecord | None = None
-    ) -> tuple[list[StoredEvent], MatchRecord | None]:
-        """Events strictly after stream position ``after`` and, when asked, the match as it
-        is once they are read (read second, so it is at least as new as the last event);
-        ``known`` may give that record at its rev instead of decoding the document."""
-        # The latest few commits first: a live watcher is rarely further behind.
-        record = None
-        if not with_record:
-            recent: Any = await self.redis.lrange(keys.tail(match_id), -KEEP_RECENT, -1)
-        else:
-            async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.lrange(keys.tail(match_id), -KEEP_RECENT, -1)
-                pipe.hmget(keys.match(match_id), ["rev", "doc"])
-                recent, (rev, doc) = await pipe.execute()
-            if doc is not None and rev is not None:
-                record = known(match_id, int(rev)) if known is not None else None
-                record = record or MatchRecord.decode(doc, int(rev))
-        commits = [StoredCommit.decode(_unpack(element), self.packing) for element in recent]
-        if not _reach(commits, after):
-            commits = await self._commits_after(match_id, after, await self._tail(match_id))
-        return [e for c in commits for e in c.events if (e.version, e.seq) > after], record
-
-    async def _tail(self, match_id: str) -> list[bytes]:
-        tail: Any = await self.redis.lrange(keys.tail(match_id), 0, -1)
-        return tail
-
-    async def _commits_after(self, match_id: str, after: Position, tail: list[bytes]) -> list[StoredCommit]:
-        """The stored commits holding events after ``after``, oldest first: the tail read,
-        and when it starts past ``after``, the archive (read after the tail: a chunk
-        archived meanwhile is in both, and counted once)."""
-        commits = [StoredCommit.decode(_unpack(element), self.packing) for element in tail]
-        if _reach(commits, after):
-            return [c for c in commits if _last(c) > after]
-        older: list[StoredCommit] = []
-        chunks: Any = await self.redis.lrange(keys.archive(match_id), 0, -1)
-        first = first_plain(chunks[0]) if chunks else b""
-        for chunk in reversed(chunks):
-            decoded = [StoredCommit.decode(item, self.packing) for item in unpack_chunk(chunk, first)]
-            older[:0] = decoded
-            if _first(decoded[0]) <= after:
-                break
-        older += [c for c in commits if not older or _last(c) > _last(older[-1])]
-        return [c for c in older if _last(c) > after]
-
-
-def _reach(commits: list[StoredCommit], after: Position) -> bool:
-    """Whether ``commits`` (a read of the tail's end) hold every event after ``after``: they
-    start at or before the event right after it, or at the first event of all."""
-    if not commits:
-        return False
-    first = _first(commits[0])
-    return first <= (after[0], after[1] + 1) or first == (0, 1)
-
-
-def _first(commit: StoredCommit) -> Position:
-    return commit.version, commit.first_seq
-
-
-def _last(commit: StoredCommit) -> Position:
-    return commit.version, commit.first_seq + len(commit.events) - 1

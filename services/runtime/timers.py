@@ -26,7 +26,7 @@ from services.runtime.bot_pool import BotPool, RoundEvents, bot_seed
 from services.runtime.bots import bot_move, timeout_move
 from services.runtime.lifecycle import abandon
 from services.runtime.matches import IN_PROGRESS, WAITING, MatchService
-from services.runtime.store import MatchRecord
+from services.runtime.record import MatchRecord
 from services.runtime.tables import POLICY_ABANDON
 from services.runtime.tasks import cancel_until_done
 

@@ -29,7 +29,9 @@ import structlog
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from services.runtime import keys, redis_client
-from services.runtime.store import KnownRecord, MatchRecord, MatchStore, StoredEvent
+from services.runtime.history import StoredEvent
+from services.runtime.record import KnownRecord, MatchRecord
+from services.runtime.store import MatchStore
 from services.runtime.tasks import cancel_until_done
 
 log = structlog.get_logger("watch_hub")
