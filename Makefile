@@ -83,6 +83,13 @@ bench-engines: install
 	$(BIN)/python -m bench.bench_engines $(BENCH_ENGINES_ARGS)
 
 # What each storage device saves and costs, per game, on the store's own functions (no Redis).
+# Server bots: win rates of medium and hard against random and policy (95 % intervals),
+# CPU per decision, and a human's move latency next to 100 bot matches (bench/bench_bots.py;
+# the default 200 matches per pairing take long: BENCH_BOTS_ARGS="--matches 20" for a look).
+.PHONY: bench-bots
+bench-bots: install
+	$(BIN)/python -m bench.bench_bots $(BENCH_BOTS_ARGS)
+
 .PHONY: bench-storage
 bench-storage: install
 	$(BIN)/python -m bench.bench_storage $(BENCH_STORAGE_ARGS)

@@ -18,6 +18,10 @@ from services.bots.levels import Budget
 from services.engine import JsonDict, MoveError
 
 EXPLORATION = 0.7
+# A decision is settled early once the bandit spends nearly all its playouts on one move:
+# after SETTLED_AFTER playouts, when one move has SETTLED_SHARE of them.
+SETTLED_AFTER = 100
+SETTLED_SHARE = 0.8
 
 
 def outcome(state: Any, seat: int) -> float:
@@ -67,6 +71,8 @@ def search(
     state = first
     for done in range(budget.playouts):
         if budget.cpu_s is not None and done and time.process_time() - started >= budget.cpu_s:
+            break
+        if done >= SETTLED_AFTER and done % 10 == 0 and max(visits) >= SETTLED_SHARE * done:
             break
         if done:
             state = adapter.determinize(view, seat, rng, history=history)

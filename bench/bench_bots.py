@@ -1,0 +1,268 @@
+"""How well the server bots play, what a decision costs, and what they cost human players.
+
+    python -m bench.bench_bots [--games mori,happy_mochi] [--matches 200] [--levels medium,hard]
+                               [--jobs 2] [--latency-game happy_mochi] [--bot-matches 100]
+
+Part 1, the engines in worker processes (``--jobs``): per game, level and opponent level
+(``--opponents``, by default ``random`` and ``policy``), ``--matches`` seeded matches in
+which one seat (rotating) is the searching bot deciding with ``services.bots.decide`` from
+its view and events only, every other seat the opponent level. Two players where the game
+allows it, else its fewest (Mori: 3, against two opponents). It prints the searching seat's
+win rate (a tie counts as a share) with its 95 % Wilson interval, the target (two players:
+90 % against random; more: 2.5 times the chance share; 60 % against policy), and the mean
+and 99th percentile of the CPU time per decision (``time.process_time`` of the deciding
+process, the search's budget).
+
+Part 2, a running system (Redis, one replica of ``--latency-game``, the gateway): the p50 and
+p99 of a human's moves (PlayMatch, a two-seat match the bench plays itself) while the
+replica is otherwise idle, then while ``--bot-matches`` matches of server bots only
+(``--bot-level``) are played on the same replica, in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import math
+import multiprocessing
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+from mogames.common.v1 import common_pb2
+
+from bench.markdown import table
+from clients.bot import play_match
+from clients.game_client import GameClient
+from deploy.launcher import running_system
+from deploy.redis_server import free_port
+from services.bots.adapters import games_with_adapters
+from services.bots.decide import decide
+from services.bots.levels import SEARCH_LEVELS
+from services.catalog import rules_module
+from services.runtime.bots import bot_move, timeout_move
+
+# Options that keep a match short enough to play hundreds of (More's goal is far otherwise).
+GAME_OPTIONS: dict[str, dict[str, Any]] = {"more": {"max_rounds": 1}}
+MAX_STEPS = 20_000
+
+
+@dataclass
+class Pairing:
+    game: str
+    players: int
+    level: str
+    opponent: str
+    score: float = 0.0
+    matches: int = 0
+    decisions_s: list[float] = field(default_factory=list)
+
+
+def play_one(game: str, players: int, level: str, opponent: str, n: int) -> tuple[float, list[float]]:
+    """One seeded match: the searching seat's result (1 win, a share for a tie, 0 loss) and
+    its decisions' CPU seconds. A searching opponent decides from its own seat's information."""
+    rules = rules_module(game)
+    state = rules.State.new(players, 10_000 + n, GAME_OPTIONS.get(game, {}))
+    hero = n % players
+    opening = state.opening_events()
+    histories = [[e.body for e in opening if e.visible_to(seat)] for seat in range(players)]
+    spent: list[float] = []
+    for step in range(MAX_STEPS):
+        if state.is_over():
+            break
+        seat = state.active_seats()[0]
+        level_of_seat = level if seat == hero else opponent
+        started = time.process_time()
+        if level_of_seat in SEARCH_LEVELS:
+            view = state.view(seat)
+            move = decide(game, view, seat, level_of_seat, seed=n * 100_003 + step, history=histories[seat])
+        elif level_of_seat == "policy":
+            move = timeout_move(state, seat)
+        else:
+            move = bot_move(state, seat, level_of_seat, n, step)
+        if seat == hero:
+            spent.append(time.process_time() - started)
+        for event in state.apply(seat, move):
+            for other in range(players):
+                if event.visible_to(other):
+                    histories[other].append(event.body)
+    winners = state.winners()
+    return (1.0 / len(winners) if hero in winners else 0.0), spent
+
+
+def _job(args: tuple[str, int, str, str, int]) -> tuple[tuple[str, int, str, str], float, list[float]]:
+    game, players, level, opponent, n = args
+    score, spent = play_one(game, players, level, opponent, n)
+    return (game, players, level, opponent), score, spent
+
+
+def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95 % Wilson score interval of a proportion."""
+    if n == 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def target(players: int, opponent: str) -> float | None:
+    """The issue's bar for the hard level (None: no bar, e.g. hard against medium)."""
+    if opponent == "policy":
+        return 0.6
+    if opponent == "random":
+        return 0.9 if players == 2 else min(1.0, 2.5 / players)
+    return None
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
+
+
+def win_rates(args: argparse.Namespace) -> list[Pairing]:
+    pairings: dict[tuple[str, int, str, str], Pairing] = {}
+    jobs = []
+    for game in args.games:
+        info = rules_module(game).GAME
+        players = max(2, info.min_players)
+        for level in args.levels:
+            for opponent in args.opponents:
+                if opponent == level:
+                    continue
+                pairings[(game, players, level, opponent)] = Pairing(game, players, level, opponent)
+                jobs += [(game, players, level, opponent, n) for n in range(args.matches)]
+    started = time.monotonic()
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(args.jobs) as pool:
+        for done, (key, score, spent) in enumerate(pool.imap_unordered(_job, jobs, chunksize=1), 1):
+            pairing = pairings[key]
+            pairing.score += score
+            pairing.matches += 1
+            pairing.decisions_s += spent
+            if done % max(1, len(jobs) // 20) == 0:
+                print(f"  {done}/{len(jobs)} matches, {time.monotonic() - started:.0f} s", flush=True)
+    return list(pairings.values())
+
+
+def print_win_rates(pairings: list[Pairing]) -> None:
+    rows = []
+    for p in pairings:
+        low, high = wilson(p.score, p.matches)
+        rate = p.score / max(p.matches, 1)
+        goal = target(p.players, p.opponent)
+        rows.append(
+            [
+                f"{p.game} ({p.players}p)",
+                p.level,
+                p.opponent,
+                str(p.matches),
+                f"{rate:.1%}",
+                f"{low:.1%}–{high:.1%}",
+                "" if goal is None else f"{goal:.0%} {'met' if rate >= goal else 'missed'}",
+                f"{1000 * sum(p.decisions_s) / max(len(p.decisions_s), 1):.0f}",
+                f"{1000 * percentile(p.decisions_s, 0.99):.0f}",
+            ]
+        )
+    header = ["game", "level", "against", "matches", "wins", "95 % interval", "target", "mean ms", "p99 ms"]
+    print(table(header, rows, text_columns=3))
+
+
+# -- part 2: a human's moves next to bot matches ---------------------------------------------
+
+
+async def human_latencies(client: GameClient, duration_s: float, seed: int) -> list[float]:
+    """The latencies of a human's moves over ``duration_s``: two-seat matches this client plays."""
+    latencies: list[float] = []
+    until = time.monotonic() + duration_s
+    rng = random.Random(seed)
+    while time.monotonic() < until:
+        played = await play_match(client, 2, seed=rng.randrange(2**32), rng=rng, until=until, one_stream=True)
+        latencies += played.move_latencies_s
+    return latencies
+
+
+async def bot_matches(client: GameClient, count: int, level: str, players: int) -> list[str]:
+    table_options = common_pb2.TableOptions(bot_seats=range(players), bot_level=level)
+    created = await asyncio.gather(*(client.create(players, table=table_options) for _ in range(count)))
+    return [m.match_id for m in created]
+
+
+async def latency_figures(target: str, args: argparse.Namespace) -> list[list[str]]:
+    game = args.latency_game
+    players = max(2, rules_module(game).GAME.min_players)
+    async with grpc.aio.insecure_channel(target) as channel:
+        client = GameClient(channel, game)
+        await human_latencies(client, 2.0, seed=0)  # warm up
+        idle = await human_latencies(client, args.latency_duration, seed=1)
+        ids = await bot_matches(client, args.bot_matches, args.bot_level, players)
+        await asyncio.sleep(3.0)  # the bots' worker is busy by now
+        before = sum([(await client.match(m)).version for m in ids])
+        loaded = await human_latencies(client, args.latency_duration, seed=2)
+        after = sum([(await client.match(m)).version for m in ids])
+    rows = []
+    for name, values in (("idle", idle), (f"{args.bot_matches} {args.bot_level} bot matches", loaded)):
+        rows.append(
+            [
+                name,
+                str(len(values)),
+                f"{1000 * percentile(values, 0.5):.2f}",
+                f"{1000 * percentile(values, 0.99):.2f}",
+            ]
+        )
+    ratio = percentile(loaded, 0.99) / percentile(idle, 0.99)
+    print(f"  bot moves committed while measuring: {after - before}; p99 loaded/idle = {ratio:.2f}")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--games", default="all", help="games with a bot adapter: all or a,b")
+    parser.add_argument("--levels", default="medium,hard", help="the searching seat's levels")
+    parser.add_argument(
+        "--opponents", default="random,policy", help="the other seats' levels (medium and hard search too)"
+    )
+    parser.add_argument("--matches", type=int, default=200, help="matches per game, level and opponent")
+    parser.add_argument("--jobs", type=int, default=2, help="processes playing matches")
+    parser.add_argument("--latency-game", default="happy_mochi")
+    parser.add_argument("--bot-matches", type=int, default=100)
+    parser.add_argument("--bot-level", default="hard")
+    parser.add_argument(
+        "--latency-duration", type=float, default=15.0, help="seconds of human moves per phase"
+    )
+    parser.add_argument("--no-latency", action="store_true", help="part 1 only")
+    args = parser.parse_args()
+    available = games_with_adapters()
+    args.games = available if args.games == "all" else args.games.split(",")
+    args.levels = args.levels.split(",")
+    args.opponents = args.opponents.split(",")
+    unknown = set(args.games) - set(available)
+    if unknown:
+        parser.error(f"no bot adapter for: {', '.join(sorted(unknown))}")
+    print(f"win rates: {args.matches} matches per pairing on {args.jobs} processes ...", flush=True)
+    pairings = win_rates(args)
+    print_win_rates(pairings)
+    if args.no_latency:
+        return
+    os.environ.setdefault("MOGAMES_LOG_LEVEL", "warning")
+    os.environ.setdefault("MOGAMES_CREATE_LIMIT", "0")
+    os.environ.setdefault("MOGAMES_JOIN_LIMIT", "0")
+    os.environ.setdefault("MOGAMES_MAX_WAITING_PER_CLIENT", "0")
+    os.environ.setdefault("MOGAMES_ALLOW_CLIENT_SEED", "true")
+    print(
+        f"human moves on one {args.latency_game} replica: idle, then next to {args.bot_matches}"
+        f" {args.bot_level} bot matches, {args.latency_duration:g} s each ...",
+        flush=True,
+    )
+    with running_system([args.latency_game], 1, gateway_listen=f"127.0.0.1:{free_port()}") as system:
+        rows = asyncio.run(latency_figures(system.gateway, args))
+    print(table(["replica", "moves", "p50 ms", "p99 ms"], rows))
+
+
+if __name__ == "__main__":
+    main()
