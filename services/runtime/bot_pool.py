@@ -21,6 +21,9 @@ from services.runtime.store import MatchStore
 # Beyond this, a decision is given up and the policy move played instead: the budget is a
 # fraction of it, so only a queue of decisions far longer than the pool can serve hits it.
 DECISION_TIMEOUT_S = 10.0
+# Decisions handed to the pool at once, per worker: one running, one ready to start. More
+# would only wait in the pool's queue; the scheduler leaves them due and comes back.
+IN_FLIGHT_PER_WORKER = 2
 ROUND_START = "round_started"
 
 
@@ -29,6 +32,7 @@ class BotPool:
 
     def __init__(self, workers: int) -> None:
         self.workers = workers
+        self.in_flight = 0
         self._executor: ProcessPoolExecutor | None = None
 
     @classmethod
@@ -46,15 +50,23 @@ class BotPool:
             )
         return self._executor
 
+    def busy(self) -> bool:
+        """Every worker has a decision and one waiting."""
+        return self.in_flight >= self.workers * IN_FLIGHT_PER_WORKER
+
     async def decide(
         self, game: str, view: JsonDict, seat: int, level: str, seed: int, history: list[JsonDict] | None
     ) -> tuple[JsonDict, float]:
         """The bot's move and the worker's CPU seconds for it."""
         loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(
-            self._started(), worker.decide_timed, game, view, seat, level, seed, history
-        )
-        return await asyncio.wait_for(future, DECISION_TIMEOUT_S)
+        self.in_flight += 1
+        try:
+            future = loop.run_in_executor(
+                self._started(), worker.decide_timed, game, view, seat, level, seed, history
+            )
+            return await asyncio.wait_for(future, DECISION_TIMEOUT_S)
+        finally:
+            self.in_flight -= 1
 
     @classmethod
     def close_shared(cls) -> None:

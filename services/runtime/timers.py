@@ -136,6 +136,8 @@ class Scheduler:
         seat = due[0]
         level = seats.bot(seat)
         if level:
+            if self.searching(level) and self.pool.busy():
+                return None  # left due: claimed again at a later tick, when a worker is free
             move = await self.bot_decision(record, state, seat, level)
             return await service.commit_server_move(record, seat, move, [], timed_out=False)
         consecutive = seats.timeouts(seat) + 1
@@ -150,16 +152,23 @@ class Scheduler:
         move = timeout_move(state, seat)
         return await service.commit_server_move(record, seat, move, [timed_out], True, hand_over)
 
+    def searching(self, level: str) -> bool:
+        return level in SEARCH_LEVELS and adapter(self.service.game.name) is not None
+
+    @property
+    def pool(self) -> BotPool:
+        return BotPool.shared(self.settings.bot_workers)
+
     async def bot_decision(self, record: MatchRecord, state: Any, seat: int, level: str) -> JsonDict:
         """A bot's move. A searching level decides in a worker process from the seat's view and
         the events addressed to it; if that fails, the bot plays its policy move."""
         game = self.service.game.name
-        if level not in SEARCH_LEVELS or adapter(game) is None:
+        if not self.searching(level):
             return bot_move(state, seat, level, record.seed, record.version)
         try:
             events = await self.round_events.of(record.match_id)
             view, history = seat_information(state, seat, events)
-            move, cpu_s = await BotPool.shared(self.settings.bot_workers).decide(
+            move, cpu_s = await self.pool.decide(
                 game, view, seat, level, bot_seed(record.match_id, record.version, seat), history
             )
         except asyncio.CancelledError:
