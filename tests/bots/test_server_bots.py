@@ -87,13 +87,15 @@ async def test_a_search_runs_off_the_event_loop():
     view, history = seat_information(state, seat, events)
     pool = BotPool.shared(1)
     await pool.decide(GAME, view, seat, "medium", 1, history)  # the worker is up
+    loop_cpu = time.thread_time()
     deciding = asyncio.ensure_future(pool.decide(GAME, view, seat, "hard", 2, history))
-    worst_lag = 0.0
+    ticks = 0
     while not deciding.done():
-        before = time.perf_counter()
         await asyncio.sleep(0.005)
-        worst_lag = max(worst_lag, time.perf_counter() - before - 0.005)
+        ticks += 1
+    loop_cpu = time.thread_time() - loop_cpu
     move, cpu_s = await deciding
     assert move in state.legal_moves(seat)
-    assert 0.05 < cpu_s <= 0.3, "the hard level spends its CPU budget, and no more"
-    assert worst_lag < 0.1, f"the loop stalled {worst_lag * 1000:.0f} ms while a bot searched"
+    assert cpu_s <= 0.3, "the hard level stops at its CPU budget"
+    # Had the search run on the loop's thread, that thread would have spent its CPU time.
+    assert ticks > 1 and loop_cpu < cpu_s / 2, (loop_cpu, cpu_s)
