@@ -168,26 +168,26 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         ticket = matchmaker.ticket(
             request.game, request.players, request.ticket_id, request.player_name, client
         )
-        ticket = dataclasses.replace(
-            ticket, bot_level=bot_level(request.bot_level, "bot_level"), session=self._session(context)
-        )
+        session, player = self._session(context)
+        level = bot_level(request.bot_level, "bot_level")
+        ticket = dataclasses.replace(ticket, bot_level=level, session=session, player=player)
         wait_s = request.wait_seconds or self.find_wait_s
         joined = await matchmaker.find(ticket, wait_s, request.fill_with_bots)
         return lobby_pb2.FindMatchResponse(joined=joined)
 
-    def _session(self, context: grpc.aio.ServicerContext) -> str:
-        """The call's player session, checked here so that a bad one is refused before it
-        queues (it would fail the whole group's seating later); "" without one."""
+    def _session(self, context: grpc.aio.ServicerContext) -> tuple[str, str]:
+        """The call's player session and its player, checked here so that a bad one is
+        refused before it queues (it would fail the whole group's seating later); ("", "")
+        without one."""
         token = session_token(context.invocation_metadata())
         if token is None:
-            return ""
+            return "", ""
         if not self.token_secret:
             raise FailedPrecondition(
                 f"{SESSION_METADATA}: this gateway cannot check player sessions (no MOGAMES_TOKEN_SECRET)",
                 reason="sessions_off",
             )
-        player_of_session(self.token_secret, token, int(time.time() * 1000))
-        return token
+        return token, player_of_session(self.token_secret, token, int(time.time() * 1000))
 
     async def CancelFindMatch(
         self, request: lobby_pb2.CancelFindMatchRequest, context: grpc.aio.ServicerContext

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import json
 import time
 import uuid
@@ -28,6 +29,7 @@ import grpc
 import structlog
 from mogames.common.v1 import common_pb2
 
+from gateway import rated_pairing
 from gateway.backends import ReplicaPool
 from services.engine import GameInfo
 from services.runtime import keys
@@ -36,6 +38,7 @@ from services.runtime.codec import generated_modules
 from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.limits import FORWARDED_CLIENT
 from services.runtime.redis_client import RedisClient
+from services.workers.ratings import DEFAULT_MU
 
 log = structlog.get_logger("matchmaker")
 
@@ -85,11 +88,13 @@ end
 # suffix, fewest live tickets that form a group now, key prefix of the pool, the caller's
 # client id (for its CreateMatch/JoinMatch budgets), '1' when this call may (re)enter the
 # ticket in the queue ('0' when it only polls: then a cancelled or expired ticket stays
-# so), LIVE_MS. Returns the ticket's state and its group id.
-# Every call also marks the ticket live and drops from the queue the tickets whose callers
-# are gone (their entries leave with them), so a group is only ever formed of live ones.
+# so), LIVE_MS, the ticket's rating mu, its wait in ms. Returns the ticket's state and its
+# group id. Every call also marks the ticket live and drops from the queue the tickets
+# whose callers are gone (their entries leave with them), so a group is only ever formed
+# of live ones, chosen by rating (gateway/rated_pairing.py).
 _ENQUEUE = (
     _LUA_COMMON
+    + rated_pairing.CHOOSE
     + """
 local queue, ticket = KEYS[1], KEYS[2]
 local id, players, ttl, prefix = ARGV[1], tonumber(ARGV[4]), ARGV[5], ARGV[8]
@@ -104,28 +109,16 @@ end
 if state ~= 'waiting' then
   if ARGV[10] ~= '1' and state ~= 'gone' then return {state or 'expired', ''} end
   local since = redis.call('HGET', ticket, 'since') or ARGV[3]
-  redis.call('HSET', ticket, 'state', 'waiting', 'name', ARGV[2], 'client', ARGV[9], 'since', since)
+  redis.call('HSET', ticket, 'state', 'waiting', 'name', ARGV[2], 'client', ARGV[9], 'since', since,
+             'mu', ARGV[12], 'wait', ARGV[13])
   redis.call('EXPIRE', ticket, ttl)
   redis.call('ZADD', queue, tonumber(since), id)
 end
 redis.call('HSET', ticket, 'seen', now)
-local members, mine = {}, false
-while #members < players do
-  local batch = redis.call('ZRANGE', queue, #members, #members + players - 1)
-  if #batch == 0 then break end
-  for _, member in ipairs(batch) do
-    if #members >= players then break end
-    local key = prefix .. 'ticket:' .. member
-    if live(key, {waiting = true}, now, live_ms) then
-      table.insert(members, member)
-      mine = mine or member == id
-    else
-      redis.call('ZREM', queue, member)
-      if redis.call('HGET', key, 'state') == 'waiting' then redis.call('HSET', key, 'state', 'gone') end
-    end
-  end
-end
-if #members < tonumber(ARGV[7]) then return {'waiting', ''} end
+local members = choose(waiting(queue, prefix, now, live_ms), id, players, tonumber(ARGV[7]), now)
+if members == nil then return {'waiting', ''} end
+local mine = false
+for _, member in ipairs(members) do mine = mine or member == id end
 -- The group id starts with its first member's id: that member's gateway finishes it.
 local gid = members[1] .. ':' .. ARGV[6]
 for _, member in ipairs(members) do
@@ -202,9 +195,16 @@ class Ticket:
     bot_level: str = "random"
     # A player's session (checked by the lobby): the seat is bound to that player.
     session: str = ""
+    # That session's player, and their rating mean on the game's ladder (set by find).
+    player: str = ""
+    mu: float = DEFAULT_MU
 
     def key(self, part: str) -> str:
         return keys.matchmaking(self.game.name, self.players, part)
+
+    def rated_as(self) -> tuple[str, str]:
+        """The ladder and the player whose rating pairs this ticket ("" for no player)."""
+        return self.game.name, self.player
 
 
 class Matchmaker:
@@ -250,6 +250,7 @@ class Matchmaker:
 
     async def _find(self, ticket: Ticket, wait_s: int, fill_with_bots: bool) -> common_pb2.JoinMatchResponse:
         deadline = time.monotonic() + wait_s
+        ticket = dataclasses.replace(ticket, mu=await rated_pairing.rating_of(self.redis, *ticket.rated_as()))
         if ticket.session:
             # On the ticket before it queues: whichever gateway seats the group passes it on.
             await self.redis.hset(ticket.key(f"ticket:{ticket.ticket_id}"), "session", ticket.session)
@@ -352,6 +353,7 @@ class Matchmaker:
             uuid.uuid4().hex[:12],
         ]
         args += [minimum, ticket.key(""), ticket.client, "1" if enter else "0", LIVE_MS]
+        args += [repr(ticket.mu), wait_s * 1000]
         reply = await self._enqueue(keys=self._ticket_keys(ticket), args=args)
         return _text(reply[0]), _text(reply[1])
 
