@@ -29,9 +29,6 @@ class System:
     # The Python gateway's own address (the same as ``gateway`` without nginx).
     python_gateway: str = ""
 
-    def all_running(self) -> bool:
-        return all(p.poll() is None for p in self.processes)
-
 
 def _stop(processes: list[subprocess.Popen[bytes]]) -> None:
     for process in processes:

@@ -14,7 +14,7 @@ primitive moves:
 
 from __future__ import annotations
 
-from typing import Any, Self
+from typing import Self
 
 from services.engine import (
     BadOptions,
@@ -193,46 +193,6 @@ class State(EngineState):
             if card_value(hand[i]) == value:
                 return i + 1
         return len(hand)
-
-    @classmethod
-    def for_test(
-        cls,
-        hands: list[list[int]],
-        left: list[int],
-        right: list[int],
-        deck: list[int] | None = None,
-        **overrides: Any,
-    ) -> Self:
-        """A hand-built position (turn phase of seat 0 unless overridden); unlisted cards go nowhere."""
-        players = len(hands)
-        fields: JsonDict = {
-            "players": players,
-            "seed": 1,
-            "options": {"first_player": 0},
-            "hands": [list(h) for h in hands],
-            "left": list(left),
-            "right": list(right),
-            "deck": list(deck or []),
-            "value_side": PLUS,
-            "totals": [0] * players,
-            "round": 1,
-            "round_start": 0,
-            "turn": 0,
-            "phase": PHASE_TURN,
-            "drawer": 0,
-            "held": None,
-            "held_from": None,
-            "held_by_effect": False,
-            "pending": [],
-            "passes": 0,
-            "shuffles": 0,
-            "last_round_points": [],
-            "winner_seats": [],
-        }
-        fields.update(overrides)
-        if "drawer" not in overrides:
-            fields["drawer"] = fields["turn"]
-        return cls(**fields)
 
     # ------------------------------------------------------------ queries
 

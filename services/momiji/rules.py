@@ -14,9 +14,7 @@ and the deals at setup, drawn from ``rng(seed, ...)``; the deck order is then fi
 from __future__ import annotations
 
 import itertools
-from typing import Any, Self
-
-import msgspec
+from typing import Self
 
 from services.engine import (
     BadOptions,
@@ -184,23 +182,6 @@ class State(EngineState):
             for seat in range(players):
                 drawn = rng(seed, "landscape", seat).sample(POWERS, LANDSCAPE_SIZE)
                 s.landscapes[seat] = sorted(drawn, key=POWERS.index)
-        return s
-
-    @classmethod
-    def for_test(cls, players: int = 2, **fields: Any) -> Self:
-        """A hand-built position: the given fields; every card not placed anywhere is in the deck.
-
-        Defaults: empty hands, stacks and display, no goals, no landscape, seat 0 in PHASE_MAIN.
-        ``deck`` may be given explicitly (the top is the end of the list).
-        """
-        options = fields.pop("options", {"draft_landscapes": False})
-        blank = cls._before_deal(players, fields.pop("seed", 0), options)
-        s = msgspec.structs.replace(blank, **fields)  # TypeError for a field State has not
-        if "goals" in fields and "holders" not in fields:
-            s.holders = [None] * len(s.goals)
-        if "deck" not in fields:
-            placed = set(s._cards_outside_deck())
-            s.deck = [c for c in range(s.types * CARDS_PER_TYPE) if c not in placed]
         return s
 
     # ----------------------------------------------------------------- derived facts

@@ -220,25 +220,6 @@ def extend(meld: Meld, card: int, low_end: bool) -> Meld | None:
     return {**meld, "cards": [*meld["cards"], card]}
 
 
-def extension_candidates(meld: Meld, cards: dict[tuple[int, int], int]) -> list[tuple[int, bool]]:
-    """(card, low_end) pairs from ``cards`` (one card per identity) that may fit ``meld``: a superset."""
-    out = []
-    wild_free = wild_index(meld) < 0
-    pankals = [card for ident, card in cards.items() if ident[0] in (0, 2)] if wild_free else []
-    if meld["kind"] == "ace_set":
-        out = [(card, False) for ident, card in cards.items() if ident[0] == 1]
-        return out + [(card, False) for card in pankals]
-    for low_end in (True, False):
-        pos = meld["low"] - 1 if low_end else meld["low"] + len(meld["cards"])
-        if not 1 <= pos <= 14:
-            continue
-        natural = cards.get((1 if pos == 14 else pos, meld["suit"]))
-        if natural is not None:
-            out.append((natural, low_end))
-        out += [(card, low_end) for card in pankals if card != natural]
-    return out
-
-
 def three_card_melds(
     cards: list[int], ace_sets: bool, must_include: int | None = None, prefer: int | None = None
 ) -> list[list[int]]:

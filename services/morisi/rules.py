@@ -33,7 +33,6 @@ from services.engine import (
 from services.morisi import board, policy
 from services.morisi.board import (
     BLOCKS_PER_COLOR,
-    CITY,
     COLORS,
     DIRECTIONS,
     TERRAINS,
@@ -215,63 +214,6 @@ class State(EngineState, dict=True):
                 "house_winner": -1,
             }
         )
-
-    @classmethod
-    def for_test(
-        cls,
-        players: int,
-        tiles: list[tuple[int, int, str] | tuple[int, int, str, bool]],
-        **fields: Any,
-    ) -> Self:
-        """A hand-built position on any small map (layout rules not checked).
-
-        ``tiles`` are ``(q, r, terrain[, circled])``; ``fields`` override any
-        ``to_dict`` field (``blocks``, ``hands``, ``pawns``, ``sticks``, ``phase``...).
-        Blocks not placed anywhere are counted in the box so totals stay 14.
-        """
-        tile_dicts = [
-            {"q": t[0], "r": t[1], "terrain": t[2], "circled": bool(t[3]) if len(t) > 3 else False}
-            for t in tiles
-        ]
-        data: JsonDict = {
-            "players": players,
-            "seed": fields.pop("seed", 0),
-            "options": normalize_options(fields.pop("options", {})),
-            "tiles": tile_dicts,
-            "blocks": [0] * len(tile_dicts),
-            "spent": [0] * len(COLORS),
-            "hands": [[0] * len(COLORS) for _ in range(players)],
-            "pawns": [-1] * players,
-            "sticks": [],
-            "pending": [],
-            "predictions": [[] for _ in range(players)],
-            "phase": "PHASE_MOVE",
-            "turn": 0,
-            "start": 0,
-            "turn_no": 0,
-            "end_reason": "END_REASON_UNSPECIFIED",
-            "house_winner": -1,
-        }
-        if "sticks" in fields:
-            fields["sticks"] = [_test_stick(tile_dicts, *st) for st in fields["sticks"]]
-        if "spent" not in fields:
-            for _, _, _, paid, cost in fields.get("sticks", []):
-                data["spent"][COLORS.index(tile_dicts[paid]["terrain"])] += cost
-            for _, paid, cost in fields.get("pending", []):
-                data["spent"][COLORS.index(tile_dicts[paid]["terrain"])] += cost
-        unknown = set(fields) - set(data) - {"box"}
-        if unknown:
-            raise TypeError(f"unknown fields {unknown}")
-        data.update(fields)
-        if "box" not in data:
-            used = [0] * len(COLORS)
-            for b, t in zip(data["blocks"], tile_dicts, strict=True):
-                if t["terrain"] != CITY:
-                    used[COLORS.index(t["terrain"])] += b
-            for i in range(len(COLORS)):
-                used[i] += data["spent"][i] + sum(h[i] for h in data["hands"])
-            data["box"] = [BLOCKS_PER_COLOR - u for u in used]
-        return cls.from_dict(data)
 
     @classmethod
     def from_dict(cls, data: JsonDict) -> Self:
@@ -777,12 +719,3 @@ def _geometry(code: str) -> Geometry:
     color_tiles = [[i for i, c in enumerate(colors) if c == color] for color in range(len(COLORS))]
     rows = [(i, q, r, TERRAINS[t], bool(c)) for i, (q, r, t, c) in enumerate(packed)]
     return Geometry(tiles, at, adj, cities, colors, links, color_tiles, rows)
-
-
-def _test_stick(tiles: list[JsonDict], seat: int, a: int, b: int, *paid_cost: int) -> list[int]:
-    """A hand-built stick: ``(seat, a, b[, paid, cost])``; paid defaults to the land end (b if both)."""
-    if paid_cost:
-        paid, cost = paid_cost
-    else:
-        paid, cost = (a if tiles[b]["terrain"] == CITY else b), 1
-    return [seat, min(a, b), max(a, b), paid, cost]

@@ -11,6 +11,7 @@ from mogames.happymochi.v1 import happymochi_pb2
 
 from services.engine import Event, MalformedMove, MoveError, NotYourTurn, RuleViolation
 from services.happymochi.rules import State
+from tests.happymochi.positions import hand_built
 
 SEEDS_PER_COUNT = 40  # x 5 player counts = 200 matches
 CARD_KEYS = {"id", "value", "color", "effect"}
@@ -269,9 +270,9 @@ def test_moves_events_and_views_round_trip_through_the_proto_messages():
         round_trip_view(state, 0)
     round_trip(happymochi_pb2.HappyMochiOptions, State.new(2, 1, {}).options)
     # the rarer events, from hand-built positions: a reshuffle, a cycle of passes, a void Draw effect
-    reshuffle = State.for_test([[1], [2]], [10, 11], [20, 21], deck=[])
-    passing = State.for_test([[1], [2]], [39], [68], deck=[])
-    void = State.for_test([[1], [2]], [39], [68], deck=[], phase="PHASE_EFFECTS", pending=[39])
+    reshuffle = hand_built([[1], [2]], [10, 11], [20, 21], deck=[])
+    passing = hand_built([[1], [2]], [39], [68], deck=[])
+    void = hand_built([[1], [2]], [39], [68], deck=[], phase="PHASE_EFFECTS", pending=[39])
     rare = [
         *reshuffle.apply(0, {"draw": {"source": "DRAW_SOURCE_DECK"}}),
         *passing.apply(0, {"pass_turn": {}}),

@@ -12,6 +12,7 @@ from services.happymochi import rules
 from services.happymochi.cards import DECK_SIZE, MINUS, PLUS, check_duo, playable_duos
 from services.happymochi.rules import GAME, State
 from tests.engine_checks import refused
+from tests.happymochi.positions import hand_built
 
 R, OR, Y, G, B, U, K = range(7)  # red, orange, yellow, green, blue, purple, pink
 
@@ -97,7 +98,7 @@ def test_opening_events_are_round_1s_deal_shaped_like_every_later_rounds(players
     assert [[card["id"] for card in e.body["hand_dealt"]["cards"]] for e in dealt] == state.hands
     assert len(opening) == 1 + players
     # A later round emits exactly these kinds, in this order, to the same audiences.
-    later = State.for_test([[c(R, 7), c(OR, 8)]] + [[c(G, 4)]] * (players - 1), [c(B, 2)], [c(U, 0)])
+    later = hand_built([[c(R, 7), c(OR, 8)]] + [[c(G, 4)]] * (players - 1), [c(B, 2)], [c(U, 0)])
     events = later.apply(0, duo(0))
     round_2 = events[next(i for i, e in enumerate(events) if "round_ended" in e.body) + 1 :]
     assert [(list(e.body), e.to) for e in round_2] == [(list(e.body), e.to) for e in opening]
@@ -145,7 +146,7 @@ def test_options_are_filled_with_defaults():
 def test_drawn_card_is_inserted_where_the_drawer_chooses():
     hand = [c(R, 1), c(OR, 2), c(Y, 3)]
     for position in range(4):
-        state = State.for_test([list(hand), [c(G, 4)]], [c(B, 6)], [c(B, 8)], deck=[c(K, 0), c(U, 7)])
+        state = hand_built([list(hand), [c(G, 4)]], [c(B, 6)], [c(B, 8)], deck=[c(K, 0), c(U, 7)])
         state.apply(0, draw("DECK"))
         assert state.active_seats() == [0] and state.phase == "PHASE_PLACE"
         assert state.legal_moves(0) == [place(i) for i in range(4)]
@@ -158,14 +159,14 @@ def test_drawn_card_is_inserted_where_the_drawer_chooses():
 
 
 def test_place_position_beyond_the_hand_is_malformed():
-    state = State.for_test([[c(R, 1)], [c(G, 4)]], [c(B, 6)], [c(B, 8)], deck=[c(K, 0)])
+    state = hand_built([[c(R, 1)], [c(G, 4)]], [c(B, 6)], [c(B, 8)], deck=[c(K, 0)])
     state.apply(0, draw("DECK"))
     refused(state, 0, place(2), MalformedMove, "move.place_card.position")
 
 
 def test_duo_takes_two_adjacent_cards_left_is_tens_and_the_rest_keeps_its_order():
     hand = [c(R, 1), c(OR, 7), c(Y, 3), c(G, 2)]
-    state = State.for_test([hand, [c(G, 4)]], [c(B, 1)], [c(R, 0)])  # 10 to beat, on +
+    state = hand_built([hand, [c(G, 4)]], [c(B, 1)], [c(R, 0)])  # 10 to beat, on +
     events = state.apply(0, duo(1))  # 73
     assert state.hands[0] == [c(R, 1), c(G, 2)]
     assert state.left[-1] == c(OR, 7) and state.right[-1] == c(Y, 3)
@@ -177,7 +178,7 @@ def test_duo_takes_two_adjacent_cards_left_is_tens_and_the_rest_keeps_its_order(
 
 
 def test_duo_position_without_a_right_neighbour_is_malformed():
-    state = State.for_test([[c(R, 1), c(OR, 7)], [c(G, 4)]], [c(B, 1)], [c(R, 0)])
+    state = hand_built([[c(R, 1), c(OR, 7)], [c(G, 4)]], [c(B, 1)], [c(R, 0)])
     refused(state, 0, duo(1), MalformedMove, "move.play_duo.position")
 
 
@@ -186,37 +187,37 @@ def test_duo_position_without_a_right_neighbour_is_malformed():
 
 def test_value_restriction_plus_needs_strictly_greater():
     central = ([c(R, 6)], [c(B, 8)])  # 68, different colours
-    ok = State.for_test([[c(R, 6), c(OR, 9), c(G, 0)], [c(G, 4)]], *central)
+    ok = hand_built([[c(R, 6), c(OR, 9), c(G, 0)], [c(G, 4)]], *central)
     ok.apply(0, duo(0))
     assert ok.left[-1] == c(R, 6) and ok.right[-1] == c(OR, 9)
-    equal = State.for_test([[c(Y, 6), c(OR, 8)], [c(G, 4)]], *central, deck=[c(K, 1)])
+    equal = hand_built([[c(Y, 6), c(OR, 8)], [c(G, 4)]], *central, deck=[c(K, 1)])
     assert equal.legal_moves(0) == [draw("DECK"), draw("LEFT"), draw("RIGHT")]
     refused(equal, 0, duo(0), RuleViolation, "value_restriction")
-    lower = State.for_test([[c(Y, 6), c(OR, 7)], [c(G, 4)]], *central)
+    lower = hand_built([[c(Y, 6), c(OR, 7)], [c(G, 4)]], *central)
     refused(lower, 0, duo(0), RuleViolation, "value_restriction")
 
 
 def test_value_restriction_minus_needs_strictly_less():
     central = ([c(R, 6)], [c(B, 8)])
-    ok = State.for_test([[c(Y, 5), c(OR, 7)], [c(G, 4)]], *central, value_side="VALUE_SIDE_MINUS")
+    ok = hand_built([[c(Y, 5), c(OR, 7)], [c(G, 4)]], *central, value_side="VALUE_SIDE_MINUS")
     assert duo(0) in ok.legal_moves(0)
-    equal = State.for_test([[c(Y, 6), c(OR, 8)], [c(G, 4)]], *central, value_side="VALUE_SIDE_MINUS")
+    equal = hand_built([[c(Y, 6), c(OR, 8)], [c(G, 4)]], *central, value_side="VALUE_SIDE_MINUS")
     refused(equal, 0, duo(0), RuleViolation, "value_restriction")
-    higher = State.for_test([[c(Y, 7), c(OR, 0)], [c(G, 4)]], *central, value_side="VALUE_SIDE_MINUS")
+    higher = hand_built([[c(Y, 7), c(OR, 0)], [c(G, 4)]], *central, value_side="VALUE_SIDE_MINUS")
     refused(higher, 0, duo(0), RuleViolation, "value_restriction")
 
 
 def test_color_restriction_when_the_central_duo_shares_a_colour():
     central = ([c(Y, 5)], [c(Y, 7)])  # yellow 57
-    mixed = State.for_test([[c(R, 6), c(OR, 8)], [c(G, 4)]], *central)
+    mixed = hand_built([[c(R, 6), c(OR, 8)], [c(G, 4)]], *central)
     refused(mixed, 0, duo(0), RuleViolation, "color_restriction")
-    other_colour = State.for_test([[c(U, 6), c(U, 8)], [c(G, 4)]], *central)
+    other_colour = hand_built([[c(U, 6), c(U, 8)], [c(G, 4)]], *central)
     assert duo(0) in other_colour.legal_moves(0)  # any single colour will do
     assert other_colour.view(0)["color_restriction"] is True
 
 
 def test_no_color_restriction_when_the_central_colours_differ():
-    state = State.for_test([[c(R, 6), c(OR, 8)], [c(G, 4)]], [c(Y, 5)], [c(B, 7)])
+    state = hand_built([[c(R, 6), c(OR, 8)], [c(G, 4)]], [c(Y, 5)], [c(B, 7)])
     assert duo(0) in state.legal_moves(0)
     assert state.view(0)["color_restriction"] is False
 
@@ -225,28 +226,28 @@ def test_value_and_color_restrictions_stack():
     # rulebook example: under 95 on the - side, same colour
     central = ([c(G, 9)], [c(G, 5)])
     kw = {"value_side": "VALUE_SIDE_MINUS"}
-    low_mixed = State.for_test([[c(R, 4), c(U, 6)], [c(G, 4)]], *central, **kw)
+    low_mixed = hand_built([[c(R, 4), c(U, 6)], [c(G, 4)]], *central, **kw)
     refused(low_mixed, 0, duo(0), RuleViolation, "color_restriction")
-    high_same = State.for_test([[c(R, 9), c(R, 7)], [c(G, 4)]], *central, **kw)
+    high_same = hand_built([[c(R, 9), c(R, 7)], [c(G, 4)]], *central, **kw)
     refused(high_same, 0, duo(0), RuleViolation, "value_restriction")
-    good = State.for_test([[c(U, 4), c(U, 6)], [c(G, 4)]], *central, **kw)
+    good = hand_built([[c(U, 4), c(U, 6)], [c(G, 4)]], *central, **kw)
     assert duo(0) in good.legal_moves(0)
 
 
 def test_rulebook_turn_example_purple_46_and_happy_mochi_11_on_yellow_57_minus():
     hand = [c(U, 4), c(U, 6), c(R, 1), c(B, 1), c(G, 8)]
-    state = State.for_test([[c(G, 0)], hand], [c(Y, 5)], [c(Y, 7)], value_side="VALUE_SIDE_MINUS", turn=1)
+    state = hand_built([[c(G, 0)], hand], [c(Y, 5)], [c(Y, 7)], value_side="VALUE_SIDE_MINUS", turn=1)
     duos = [m for m in state.legal_moves(1) if "play_duo" in m]
     assert duos == [duo(0), duo(2)]  # purple 46 and the 11 Happy Mochi; not 61, not 18
 
 
 def test_happy_mochi_ignores_value_and_color_restrictions():
     # Central yellow 98 on +: 11 in two colours is neither greater nor one colour.
-    state = State.for_test([[c(R, 1), c(B, 1)], [c(G, 4)]], [c(Y, 9)], [c(Y, 8)])
+    state = hand_built([[c(R, 1), c(B, 1)], [c(G, 4)]], [c(Y, 9)], [c(Y, 8)])
     events = state.apply(0, duo(0))
     assert bodies(events, "duo_played")[0]["happy_mochi"] is True
     # and on the - side against 00
-    low = State.for_test([[c(R, 3), c(B, 3)], [c(G, 4)]], [c(Y, 0)], [c(Y, 0)], value_side="VALUE_SIDE_MINUS")
+    low = hand_built([[c(R, 3), c(B, 3)], [c(G, 4)]], [c(Y, 0)], [c(Y, 0)], value_side="VALUE_SIDE_MINUS")
     assert duo(0) in low.legal_moves(0)
 
 
@@ -268,7 +269,7 @@ def test_playable_duos_is_check_duo_for_every_pair():
 
 def test_legal_moves_list_exactly_the_playable_duos():
     hand = [c(R, 1), c(R, 2), c(OR, 9), c(OR, 9), c(Y, 3), c(G, 7)]
-    state = State.for_test([hand, [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([hand, [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     # 20 to beat on +: 12 no, 29 yes, 99 yes (mochi), 93 yes, 37 yes
     assert [m["play_duo"]["position"] for m in state.legal_moves(0) if "play_duo" in m] == [1, 2, 3, 4]
     for position in range(5):
@@ -280,7 +281,7 @@ def test_legal_moves_list_exactly_the_playable_duos():
 
 
 def test_draw_from_a_central_stack_takes_its_top_card_face_up():
-    state = State.for_test([[c(R, 1)], [c(G, 4)]], [c(B, 2), c(B, 3)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 1)], [c(G, 4)]], [c(B, 2), c(B, 3)], [c(U, 0)], deck=[c(K, 1)])
     events = state.apply(0, draw("LEFT"))
     assert state.left == [c(B, 2)] and state.held == c(B, 3)
     (drawn,) = bodies(events, "card_drawn")
@@ -292,7 +293,7 @@ def test_draw_from_a_central_stack_takes_its_top_card_face_up():
 
 
 def test_emptied_stack_is_refilled_from_the_deck_note_a():
-    state = State.for_test([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 9)])
+    state = hand_built([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 9)])
     events = state.apply(0, draw("LEFT"))
     assert state.held == c(B, 2)
     assert state.left == [c(K, 9)] and state.deck == [c(K, 1)]
@@ -301,7 +302,7 @@ def test_emptied_stack_is_refilled_from_the_deck_note_a():
 
 def test_revealed_effect_card_does_nothing_note_b():
     # The refill reveals a 9 (Draw) and a 5 (Value-flip): neither triggers.
-    state = State.for_test([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 5), c(K, 9)])
+    state = hand_built([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 5), c(K, 9)])
     state.apply(0, draw("LEFT"))
     state.apply(0, place(1))
     assert state.pending == [] and state.value_side == "VALUE_SIDE_PLUS"
@@ -309,7 +310,7 @@ def test_revealed_effect_card_does_nothing_note_b():
 
 
 def test_deck_draw_is_secret_to_the_drawer():
-    state = State.for_test([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 7)])
+    state = hand_built([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 7)])
     events = state.apply(0, draw("DECK"))
     public = [e for e in events if e.to is None]
     private = [e for e in events if e.to is not None]
@@ -329,7 +330,7 @@ def test_deck_draw_is_secret_to_the_drawer():
 
 def test_empty_deck_reshuffles_the_cards_under_the_central_tops():
     left, right = [c(R, 3), c(R, 4), c(R, 5)], [c(OR, 3), c(OR, 6)]
-    state = State.for_test([[c(R, 1)], [c(G, 4)]], left, right, deck=[])
+    state = hand_built([[c(R, 1)], [c(G, 4)]], left, right, deck=[])
     events = state.apply(0, draw("DECK"))
     assert state.left == [c(R, 5)] and state.right == [c(OR, 6)]
     assert bodies(events, "deck_reshuffled") == [{"deck_size": 3}]
@@ -338,7 +339,7 @@ def test_empty_deck_reshuffles_the_cards_under_the_central_tops():
 
 
 def test_refill_with_an_empty_deck_reshuffles_first():
-    state = State.for_test([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0), c(U, 1), c(U, 2)], deck=[])
+    state = hand_built([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0), c(U, 1), c(U, 2)], deck=[])
     events = state.apply(0, draw("LEFT"))
     assert state.held == c(B, 2)
     assert state.right == [c(U, 2)]
@@ -347,7 +348,7 @@ def test_refill_with_an_empty_deck_reshuffles_first():
 
 
 def test_one_card_under_the_tops_keeps_every_draw_available():
-    state = State.for_test([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 9), c(U, 5)], deck=[])
+    state = hand_built([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 9), c(U, 5)], deck=[])
     assert state.legal_moves(0) == [draw("DECK"), draw("LEFT"), draw("RIGHT")]
     state.apply(0, draw("LEFT"))  # the left stack empties and is refilled from the reshuffled U9
     assert state.held == c(B, 2) and state.left == [c(U, 9)] and state.right == [c(U, 5)]
@@ -355,7 +356,7 @@ def test_one_card_under_the_tops_keeps_every_draw_available():
 
 
 def test_nothing_to_reshuffle_disables_deck_and_single_card_stacks():
-    state = State.for_test([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 5)], deck=[])
+    state = hand_built([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 5)], deck=[])
     # 12 does not beat 25 and no card can be drawn: passing is the only move
     assert state.legal_moves(0) == [PASS]
     refused(state, 0, draw("DECK"), RuleViolation, "deck_empty")
@@ -366,7 +367,7 @@ def test_nothing_to_reshuffle_disables_deck_and_single_card_stacks():
 def test_a_player_with_no_legal_action_passes_and_a_full_cycle_of_passes_ends_the_round():
     # deck empty, each stack a single card, Central 98 on +, no duo beats it
     hands = [[c(R, 1), c(R, 2)], [c(G, 4), c(OR, 0), c(OR, 3)], [c(B, 1)]]
-    state = State.for_test(hands, [c(Y, 9)], [c(K, 8)], deck=[], round_start=1, turn=1)
+    state = hand_built(hands, [c(Y, 9)], [c(K, 8)], deck=[], round_start=1, turn=1)
     assert state.legal_moves(1) == [PASS]
     refused(state, 2, PASS, NotYourTurn)
     events = state.apply(1, PASS)
@@ -383,14 +384,14 @@ def test_a_player_with_no_legal_action_passes_and_a_full_cycle_of_passes_ends_th
 
 
 def test_pass_is_refused_while_an_action_exists():
-    state = State.for_test([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     assert PASS not in state.legal_moves(0)
     refused(state, 0, PASS, RuleViolation, "pass_not_allowed")
 
 
 def test_any_other_action_resets_the_pass_count():
     hands = [[c(R, 1)], [c(G, 4), c(B, 4), c(OR, 2)], [c(B, 1)]]
-    state = State.for_test(hands, [c(Y, 9)], [c(K, 8)], deck=[])
+    state = hand_built(hands, [c(Y, 9)], [c(K, 8)], deck=[])
     state.apply(0, PASS)
     assert state.passes == 1 and state.view(1)["consecutive_passes"] == 1
     state.apply(1, duo(0))  # the 44 Happy Mochi
@@ -401,7 +402,7 @@ def test_any_other_action_resets_the_pass_count():
 
 
 def test_value_flip_effect_flips_the_value_card():
-    state = State.for_test([[c(R, 5), c(OR, 7), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)])
+    state = hand_built([[c(R, 5), c(OR, 7), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)])
     events = state.apply(0, duo(0))  # 57, the 5 flips
     assert state.value_side == "VALUE_SIDE_MINUS"
     assert bodies(events, "value_flipped") == [{"seat": 0, "value_side": "VALUE_SIDE_MINUS"}]
@@ -409,14 +410,14 @@ def test_value_flip_effect_flips_the_value_card():
 
 
 def test_double_five_happy_mochi_flips_twice():
-    state = State.for_test([[c(R, 5), c(OR, 5), c(G, 0)], [c(G, 4)]], [c(B, 8)], [c(U, 0)])
+    state = hand_built([[c(R, 5), c(OR, 5), c(G, 0)], [c(G, 4)]], [c(B, 8)], [c(U, 0)])
     events = state.apply(0, duo(0))
     assert len(bodies(events, "value_flipped")) == 2
     assert state.value_side == "VALUE_SIDE_PLUS"
 
 
 def test_draw_effect_is_a_pending_decision_of_the_named_player():
-    state = State.for_test(
+    state = hand_built(
         [[c(R, 9), c(OR, 7), c(G, 0)], [c(G, 4)], [c(B, 1)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 2)]
     )
     state.apply(0, duo(0))  # 97, the 9 draws
@@ -442,7 +443,7 @@ def test_draw_effect_is_a_pending_decision_of_the_named_player():
 
 
 def test_draw_effect_may_name_the_player_themself():
-    state = State.for_test([[c(R, 9), c(OR, 7), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 9), c(OR, 7), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     state.apply(0, duo(0))
     state.apply(0, name(0))
     state.apply(0, draw("DECK"))
@@ -453,7 +454,7 @@ def test_draw_effect_may_name_the_player_themself():
 
 def test_two_effects_resolve_in_the_order_the_player_chooses():
     hand = [c(R, 9), c(OR, 5), c(G, 0)]
-    flip_first = State.for_test([list(hand), [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    flip_first = hand_built([list(hand), [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     flip_first.apply(0, duo(0))  # 95: Draw and Value-flip
     assert flip_first.value_side == "VALUE_SIDE_PLUS"
     assert flip_first.legal_moves(0) == [name(0), name(1), FLIP]
@@ -465,7 +466,7 @@ def test_two_effects_resolve_in_the_order_the_player_chooses():
     flip_first.apply(1, place(0))
     assert flip_first.active_seats() == [1] and flip_first.phase == "PHASE_TURN"
 
-    draw_first = State.for_test([list(hand), [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    draw_first = hand_built([list(hand), [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     draw_first.apply(0, duo(0))
     draw_first.apply(0, name(1))
     draw_first.apply(1, draw("DECK"))
@@ -477,7 +478,7 @@ def test_two_effects_resolve_in_the_order_the_player_chooses():
 
 def test_special_case_draw_the_second_card_of_the_duo_and_still_trigger_it():
     # 95: resolve the Draw on yourself first, take back the 5 from the right stack: it still flips.
-    state = State.for_test([[c(R, 9), c(OR, 5), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 9), c(OR, 5), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     state.apply(0, duo(0))
     state.apply(0, name(0))
     assert draw("RIGHT") in state.legal_moves(0)
@@ -491,7 +492,7 @@ def test_special_case_draw_the_second_card_of_the_duo_and_still_trigger_it():
 
 
 def test_a_named_player_may_take_back_the_flip_card_and_the_flip_still_happens():
-    state = State.for_test([[c(R, 9), c(OR, 5), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 9), c(OR, 5), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     state.apply(0, duo(0))
     state.apply(0, name(1))
     events = state.apply(1, draw("RIGHT"))
@@ -503,7 +504,7 @@ def test_a_named_player_may_take_back_the_flip_card_and_the_flip_still_happens()
 
 def test_special_case_with_two_draw_effects():
     # 99: take back the other 9 with the first Draw; the second Draw still happens.
-    state = State.for_test(
+    state = hand_built(
         [[c(R, 9), c(OR, 9), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 2)]
     )
     state.apply(0, duo(0))
@@ -523,7 +524,7 @@ def test_special_case_with_two_draw_effects():
 def test_draw_effect_with_nothing_to_draw_is_void():
     # Unreachable in play (after a Duo both stacks hold two cards, so a draw is always possible,
     # see the rules doc); the engine still voids such a Draw effect instead of stalling.
-    state = State.for_test(
+    state = hand_built(
         [[c(G, 0)], [c(G, 4)]], [c(R, 9)], [c(OR, 7)], deck=[], phase="PHASE_EFFECTS", pending=[c(R, 9)]
     )
     assert state.available_sources() == []
@@ -537,7 +538,7 @@ def test_draw_effect_with_nothing_to_draw_is_void():
 
 def test_going_out_ends_the_round_others_score_their_hands_and_the_left_neighbour_starts():
     hands = [[c(R, 7), c(OR, 8)], [c(G, 4), c(G, 3)], [c(B, 9), c(B, 1), c(Y, 0)]]
-    state = State.for_test(hands, [c(B, 2)], [c(U, 0)], deck=[c(K, 1)], round_start=2, totals=[5, 0, 2])
+    state = hand_built(hands, [c(B, 2)], [c(U, 0)], deck=[c(K, 1)], round_start=2, totals=[5, 0, 2])
     events = state.apply(0, duo(0))  # 78 > 20, last two cards
     (ended,) = bodies(events, "round_ended")
     assert ended["went_out"] is True and ended["out_seat"] == 0 and ended["round_winner"] == 0
@@ -556,14 +557,14 @@ def test_going_out_ends_the_round_others_score_their_hands_and_the_left_neighbou
 
 
 def test_the_value_card_keeps_its_side_into_the_next_round():
-    state = State.for_test([[c(R, 5), c(OR, 8)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 5), c(OR, 8)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     state.apply(0, duo(0))  # 58 flips to -, and seat 0 is out
     assert state.round == 2 and state.value_side == "VALUE_SIDE_MINUS"
     assert state.view(1)["value_side"] == "VALUE_SIDE_MINUS"
 
 
 def test_round_does_not_end_if_the_player_draws_back_a_card_with_the_draw_effect():
-    state = State.for_test([[c(R, 9), c(OR, 8)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 9), c(OR, 8)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     state.apply(0, duo(0))  # hand empty, but the Draw effect is pending
     assert state.round == 1 and state.hands[0] == []
     state.apply(0, name(0))
@@ -573,7 +574,7 @@ def test_round_does_not_end_if_the_player_draws_back_a_card_with_the_draw_effect
 
 
 def test_round_ends_after_the_draw_effect_when_another_player_draws():
-    state = State.for_test([[c(R, 9), c(OR, 8)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 9), c(OR, 8)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     state.apply(0, duo(0))
     state.apply(0, name(1))
     state.apply(1, draw("DECK"))
@@ -584,7 +585,7 @@ def test_round_ends_after_the_draw_effect_when_another_player_draws():
 
 
 def test_game_ends_when_a_player_reaches_30_and_the_fewest_points_win():
-    state = State.for_test(
+    state = hand_built(
         [[c(R, 7), c(OR, 8)], [c(G, 4), c(G, 3)], [c(B, 9), c(B, 9)]],
         [c(B, 2)],
         [c(U, 0)],
@@ -603,7 +604,7 @@ def test_game_ends_when_a_player_reaches_30_and_the_fewest_points_win():
 
 
 def test_game_continues_below_30():
-    state = State.for_test(
+    state = hand_built(
         [[c(R, 7), c(OR, 8)], [c(G, 4), c(G, 3)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)], totals=[0, 22]
     )
     state.apply(0, duo(0))
@@ -611,7 +612,7 @@ def test_game_continues_below_30():
 
 
 def test_tied_fewest_points_share_the_victory():
-    state = State.for_test(
+    state = hand_built(
         [[c(R, 7), c(OR, 8)], [c(G, 9), c(G, 9)], [c(B, 1), c(B, 1)]],
         [c(B, 2)],
         [c(U, 0)],
@@ -626,7 +627,7 @@ def test_tied_fewest_points_share_the_victory():
 
 
 def test_turns_go_clockwise():
-    state = State.for_test([[c(R, 1)], [c(G, 4)], [c(B, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 2)])
+    state = hand_built([[c(R, 1)], [c(G, 4)], [c(B, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 2)])
     state.apply(0, draw("DECK"))
     state.apply(0, place(0))
     assert state.active_seats() == [1]
@@ -652,12 +653,12 @@ def test_turns_go_clockwise():
     ],
 )
 def test_malformed_moves(move, field):
-    state = State.for_test([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     refused(state, 0, move, MalformedMove, field)
 
 
 def test_moves_of_the_wrong_phase_are_rule_violations():
-    state = State.for_test([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 1), c(R, 2)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     for move in (place(0), name(0), FLIP):
         refused(state, 0, move, RuleViolation, "wrong_phase")
     state.apply(0, draw("DECK"))
@@ -706,20 +707,20 @@ def test_state_round_trips_through_json():
 
 def test_turns_go_clockwise_and_wrap_from_the_last_seat_to_seat_0():
     hands = [[c(R, 1)], [c(G, 4)], [c(B, 4)]]
-    state = State.for_test(hands, [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 2), c(K, 3)], turn=2)
+    state = hand_built(hands, [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 2), c(K, 3)], turn=2)
     state.apply(2, draw("DECK"))
     state.apply(2, place(0))
     assert state.active_seats() == [0] and state.turn == 0
 
 
 def test_a_one_card_hand_cannot_play_a_duo_and_must_draw():
-    state = State.for_test([[c(R, 9)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 9)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     assert state.legal_moves(0) == [draw("DECK"), draw("LEFT"), draw("RIGHT")]
     refused(state, 0, duo(0), MalformedMove, "move.play_duo.position")
 
 
 def test_emptied_right_stack_is_refilled_from_the_deck_note_a():
-    state = State.for_test([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 3)])
+    state = hand_built([[c(R, 1)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 3)])
     events = state.apply(0, draw("RIGHT"))
     assert state.held == c(U, 0)
     assert state.right == [c(K, 3)] and state.deck == [c(K, 1)]
@@ -731,7 +732,7 @@ def test_drawing_an_effect_card_from_the_central_duo_does_nothing_note_b():
     # The "Draw a card" action takes a face-up 9 and then a face-up 5: neither triggers.
     for top, source in ((c(B, 9), "LEFT"), (c(U, 5), "RIGHT")):
         left, right = [c(B, 2), c(B, 9)], [c(U, 0), c(U, 5)]
-        state = State.for_test([[c(R, 1)], [c(G, 4)]], left, right, deck=[c(K, 1)])
+        state = hand_built([[c(R, 1)], [c(G, 4)]], left, right, deck=[c(K, 1)])
         state.apply(0, draw(source))
         assert state.held == top
         events = state.apply(0, place(0))
@@ -743,7 +744,7 @@ def test_drawing_an_effect_card_from_the_central_duo_does_nothing_note_b():
 def test_special_case_draw_card_on_the_right_take_back_the_left_flip_card():
     # 59: the Draw effect is the right card; resolved first on yourself, you take back the 5 (left
     # stack) and its Value-flip still triggers.
-    state = State.for_test([[c(R, 5), c(OR, 9), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
+    state = hand_built([[c(R, 5), c(OR, 9), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)])
     state.apply(0, duo(0))
     assert state.legal_moves(0) == [name(0), name(1), FLIP]
     state.apply(0, name(0))
@@ -756,7 +757,7 @@ def test_special_case_draw_card_on_the_right_take_back_the_left_flip_card():
 
 
 def test_named_player_decides_alone_and_only_draws():
-    state = State.for_test(
+    state = hand_built(
         [[c(R, 9), c(OR, 7), c(G, 0)], [c(G, 4), c(G, 6)], [c(B, 1)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1)]
     )
     state.apply(0, duo(0))
@@ -769,7 +770,7 @@ def test_named_player_decides_alone_and_only_draws():
 
 
 def test_a_named_players_deck_draw_is_secret_to_them():
-    state = State.for_test(
+    state = hand_built(
         [[c(R, 9), c(OR, 7), c(G, 0)], [c(G, 4)], [c(B, 1)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 2)]
     )
     state.apply(0, duo(0))
@@ -788,7 +789,7 @@ def test_a_named_players_deck_draw_is_secret_to_them():
 def test_an_effect_draw_that_empties_a_stack_refills_it_note_a():
     # 99 on a one-card stack: the first named draw takes the left 9, the second the card under it,
     # which empties the left stack: the deck's top card replaces it.
-    state = State.for_test(
+    state = hand_built(
         [[c(R, 9), c(OR, 9), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 0)], deck=[c(K, 1), c(K, 3)]
     )
     state.apply(0, duo(0))
@@ -804,7 +805,7 @@ def test_an_effect_draw_that_empties_a_stack_refills_it_note_a():
 def test_two_draw_effects_can_be_carried_out_with_an_empty_deck():
     # Empty deck, one card per stack: after the 99 each stack holds two cards, so both Draw effects
     # can be carried out (the first reshuffles the two cards under the tops into a deck).
-    state = State.for_test([[c(R, 9), c(OR, 9), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 1)], deck=[])
+    state = hand_built([[c(R, 9), c(OR, 9), c(G, 0)], [c(G, 4)]], [c(B, 2)], [c(U, 1)], deck=[])
     state.apply(0, duo(0))
     state.apply(0, name(1))
     events = state.apply(1, draw("DECK"))
@@ -823,7 +824,7 @@ def test_two_draw_effects_can_be_carried_out_with_an_empty_deck():
 def test_round_winner_when_nobody_went_out_ties_go_to_the_earliest_seat_from_the_round_start():
     # Deck empty, one card per stack, nobody can play on yellow-pink 98: a full cycle of passes.
     hands = [[c(R, 1), c(R, 2)], [c(G, 3), c(OR, 0)], [c(B, 1), c(B, 2)]]
-    state = State.for_test(hands, [c(Y, 9)], [c(K, 8)], deck=[], round_start=1, turn=1)
+    state = hand_built(hands, [c(Y, 9)], [c(K, 8)], deck=[], round_start=1, turn=1)
     for seat in (1, 2, 0):
         events = state.apply(seat, PASS)
     (ended,) = bodies(events, "round_ended")
@@ -832,7 +833,7 @@ def test_round_winner_when_nobody_went_out_ties_go_to_the_earliest_seat_from_the
 
 
 def test_next_round_starts_at_seat_0_when_the_last_seat_went_out():
-    state = State.for_test(
+    state = hand_built(
         [[c(R, 1)], [c(G, 3)], [c(B, 7), c(B, 8)]], [c(Y, 2)], [c(K, 0)], deck=[c(K, 1)], turn=2
     )
     events = state.apply(2, duo(0))
@@ -842,7 +843,7 @@ def test_next_round_starts_at_seat_0_when_the_last_seat_went_out():
 
 def test_a_round_nobody_went_out_can_end_the_game():
     hands = [[c(R, 1), c(R, 2)], [c(G, 8), c(OR, 7)]]
-    state = State.for_test(hands, [c(Y, 9)], [c(K, 8)], deck=[], totals=[10, 15])
+    state = hand_built(hands, [c(Y, 9)], [c(K, 8)], deck=[], totals=[10, 15])
     state.apply(0, PASS)
     events = state.apply(1, PASS)
     (ended,) = bodies(events, "round_ended")
@@ -854,7 +855,7 @@ def test_a_round_nobody_went_out_can_end_the_game():
 def test_a_duo_after_a_pass_makes_drawing_possible_again_so_the_next_seat_may_not_pass():
     # Seat 1 can play the 44 Happy Mochi; seats 0 and 2 cannot act. Seat 0 passes, seat 1 plays.
     hands = [[c(R, 1)], [c(G, 4), c(B, 4), c(OR, 2)], [c(B, 1)]]
-    state = State.for_test(hands, [c(Y, 9)], [c(K, 8)], deck=[])
+    state = hand_built(hands, [c(Y, 9)], [c(K, 8)], deck=[])
     state.apply(0, PASS)
     state.apply(1, duo(0))
     # the Duo put cards under the tops: a draw is possible again, so nobody may pass

@@ -11,6 +11,7 @@ from services.engine import BadOptions, MalformedMove, NotYourTurn, RuleViolatio
 from services.momiji.cards import COPY_LEFT, COPY_RIGHT, COPY_VALUE, GOAL_NAMES, POWERS
 from services.momiji.rules import GAME, State
 from tests.engine_checks import refused
+from tests.momiji.positions import hand_built
 
 MAPLE, GINKGO, CHERRY, OAK, BIRCH, BEECH = range(6)
 LEAF = [
@@ -35,7 +36,7 @@ def k(t: int, copy: int) -> int:
 
 def mk(players: int = 2, **fields) -> State:
     fields.setdefault("landscapes", [[] for _ in range(players)])
-    return State.for_test(players, **fields)
+    return hand_built(players, **fields)
 
 
 def stacks(players: int, **by_seat) -> list[list[list[int]]]:

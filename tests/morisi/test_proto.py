@@ -8,6 +8,7 @@ from mogames.morisi.v1 import morisi_pb2
 
 from services.morisi.rules import GAME, State
 from tests.engine_checks import round_trip
+from tests.morisi.positions import hand_built
 from tests.morisi.test_playouts import Player
 from tests.morisi.test_rules import STREET, hand, lay
 
@@ -56,10 +57,10 @@ def test_moves_events_views_round_trip():
 
 def test_rare_events_round_trip():
     line = [(q, 0, "TERRAIN_YELLOW" if q % 2 else "TERRAIN_ORANGE") for q in range(3)]
-    blocked = State.for_test(3, line, blocks=[1, 1, 1], pawns=[0, 1, 2], phase="PHASE_BUILD", turn=2)
+    blocked = hand_built(3, line, blocks=[1, 1, 1], pawns=[0, 1, 2], phase="PHASE_BUILD", turn=2)
     events = [e.body for e in blocked.apply(2, {"end_turn": {}})]
     assert "pawn_blocked" in events[-1]
-    street = State.for_test(3, STREET, blocks=[0] * len(STREET), pawns=[11, 7, 8], phase="PHASE_BUILD")
+    street = hand_built(3, STREET, blocks=[0] * len(STREET), pawns=[11, 7, 8], phase="PHASE_BUILD")
     street.hands[0] = hand(Y=2)
     street.apply(0, lay(0, 1))
     street.apply(0, lay(2, 1))

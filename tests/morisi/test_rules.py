@@ -17,6 +17,7 @@ from services.morisi.scoring import (
     tiebreak_winners,
 )
 from tests.engine_checks import refused as unchanged
+from tests.morisi.positions import hand_built
 
 Y, O, R, G, B, C = (  # noqa: E741
     "TERRAIN_YELLOW",
@@ -55,7 +56,7 @@ def street(players: int = 3, **fields) -> State:
     fields.setdefault("blocks", list(STREET_BLOCKS))
     fields.setdefault("phase", "PHASE_BUILD")
     fields.setdefault("pawns", [Y11, D_, E_, G6][:players])
-    return State.for_test(players, STREET, **fields)
+    return hand_built(players, STREET, **fields)
 
 
 def hand(**colors: int) -> list[int]:
@@ -301,7 +302,7 @@ LINE = [(q, 0, Y if q % 2 else O) for q in range(6)]  # 0..5 along one straight 
 
 
 def test_pawn_moves_to_a_neighbour_and_must_move():
-    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[2, 5], phase="PHASE_MOVE")
+    state = hand_built(2, LINE, blocks=[1] * 6, pawns=[2, 5], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 1}}, {"move_pawn": {"tile": 3}}]
     unchanged(state, 0, {"move_pawn": {"tile": 2}}, RuleViolation, "pawn_move")  # staying
     unchanged(state, 0, {"move_pawn": {"tile": 0}}, RuleViolation, "pawn_move")  # too far
@@ -310,7 +311,7 @@ def test_pawn_moves_to_a_neighbour_and_must_move():
 
 
 def test_pawn_jumps_over_one_pawn():
-    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[0, 1], phase="PHASE_MOVE")
+    state = hand_built(2, LINE, blocks=[1] * 6, pawns=[0, 1], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 2}}]
     events = state.apply(0, {"move_pawn": {"tile": 2}})
     assert events[0].body["pawn_moved"] == {
@@ -323,7 +324,7 @@ def test_pawn_jumps_over_one_pawn():
 
 
 def test_pawn_jumps_over_two_pawns_in_a_straight_line():
-    state = State.for_test(3, LINE, blocks=[1] * 6, pawns=[0, 1, 2], phase="PHASE_MOVE")
+    state = hand_built(3, LINE, blocks=[1] * 6, pawns=[0, 1, 2], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 3}}]
     events = state.apply(0, {"move_pawn": {"tile": 3}})
     assert events[0].body["pawn_moved"]["jumped"] == [1, 2]
@@ -331,21 +332,21 @@ def test_pawn_jumps_over_two_pawns_in_a_straight_line():
 
 def test_jump_off_the_board_or_into_a_hole_is_no_move():
     # a pawn at 4, the mover at 5 facing the edge: west jumps over 4 to 3
-    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[5, 4], phase="PHASE_MOVE")
+    state = hand_built(2, LINE, blocks=[1] * 6, pawns=[5, 4], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 3}}]
     # the mover at 4 with a pawn at 5: east would leave the board after 5
-    state = State.for_test(2, LINE, blocks=[1] * 6, pawns=[4, 5], phase="PHASE_MOVE")
+    state = hand_built(2, LINE, blocks=[1] * 6, pawns=[4, 5], phase="PHASE_MOVE")
     assert state.legal_moves(0) == [{"move_pawn": {"tile": 3}}]
     unchanged(state, 0, {"move_pawn": {"tile": 5}}, RuleViolation, "pawn_move")
     # an empty space stops a jump: tiles 0, 1, 3 (no 2)
     holed = [LINE[0], LINE[1], LINE[3]]
-    state = State.for_test(2, holed, blocks=[1, 1, 1], pawns=[0, 1], phase="PHASE_MOVE")
+    state = hand_built(2, holed, blocks=[1, 1, 1], pawns=[0, 1], phase="PHASE_MOVE")
     assert state.destinations(0) == []
 
 
 def test_blocked_pawn_skips_the_move_and_may_still_build():
     three = LINE[:3]
-    state = State.for_test(3, three, blocks=[1, 1, 1], pawns=[0, 1, 2], phase="PHASE_BUILD", turn=2)
+    state = hand_built(3, three, blocks=[1, 1, 1], pawns=[0, 1, 2], phase="PHASE_BUILD", turn=2)
     events = state.apply(2, END)
     assert [next(iter(e.body)) for e in events] == ["turn_ended", "pawn_blocked"]
     assert events[1].body == {"pawn_blocked": {"seat": 0, "tile": 0}}
@@ -356,14 +357,14 @@ def test_blocked_pawn_skips_the_move_and_may_still_build():
 
 def test_block_pickup_on_land_only_while_blocks_remain():
     tiles = [(0, 0, C), (1, 0, Y), (2, 0, O), (3, 0, R)]
-    state = State.for_test(2, tiles, blocks=[0, 2, 0, 1], pawns=[1, 3], phase="PHASE_MOVE")
+    state = hand_built(2, tiles, blocks=[0, 2, 0, 1], pawns=[1, 3], phase="PHASE_MOVE")
     state.apply(0, {"move_pawn": {"tile": 0}})  # city: nothing
     assert state.hands[0] == hand()
-    state = State.for_test(2, tiles, blocks=[0, 2, 0, 1], pawns=[0, 3], phase="PHASE_MOVE")
+    state = hand_built(2, tiles, blocks=[0, 2, 0, 1], pawns=[0, 3], phase="PHASE_MOVE")
     events = state.apply(0, {"move_pawn": {"tile": 1}})
     assert state.hands[0] == hand(Y=1) and state.blocks[1] == 1
     assert events[0].body["pawn_moved"]["took_block"] is True
-    state = State.for_test(2, tiles, blocks=[0, 2, 0, 1], pawns=[1, 3], phase="PHASE_MOVE")
+    state = hand_built(2, tiles, blocks=[0, 2, 0, 1], pawns=[1, 3], phase="PHASE_MOVE")
     events = state.apply(0, {"move_pawn": {"tile": 2}})  # orange tile is empty
     assert state.hands[0] == hand() and events[0].body["pawn_moved"]["took_block"] is False
 
@@ -583,7 +584,7 @@ def test_exhausting_the_house_supply_wins_at_once():
     for land in (1, 3, 5, 7, 9):  # cities 0..10: six cities -> 6 x 5 = 30 house-points
         sticks += [[0, land - 1, land], [0, land, land + 1]]
     blocks = [0 if t[2] == C else 1 for t in CHAIN]
-    state = State.for_test(
+    state = hand_built(
         3,
         CHAIN,
         blocks=blocks,
@@ -883,7 +884,7 @@ def long_chain(players: int, last_city: int, **fields) -> State:
     for land in range(1, last_city, 2):
         sticks += [[0, land - 1, land], [0, land, land + 1]]
     fields.setdefault("pawns", [0, 14, 12, 10][:players])
-    return State.for_test(
+    return hand_built(
         players,
         LONG,
         blocks=[0 if t[2] == C else 3 for t in LONG],
@@ -975,7 +976,7 @@ def seed_2_position() -> State:
     network_a = [(8, 12), (12, 13), (13, 18), (18, 19), (18, 24), (23, 24), (22, 23), (22, 28), (27, 28)]
     network_b = [(3, 7), (4, 7)]
     sticks = [[0, a, b] for a, b in network_a + network_b]
-    return State.for_test(2, tiles, blocks=list(new.blocks), sticks=sticks, pawns=[6, 32], phase="PHASE_MOVE")
+    return hand_built(2, tiles, blocks=list(new.blocks), sticks=sticks, pawns=[6, 32], phase="PHASE_MOVE")
 
 
 def test_seed_2_ending_shows_no_more_houses_than_the_supply():
@@ -1034,7 +1035,7 @@ def twenty_stick_position(laid: int) -> State:
         if n in at and c < n and (0, 0) not in (c, n)
     ]
     return (
-        State.for_test(
+        hand_built(
             3,
             tiles,
             blocks=[0 if t[2] == C else 2 for t in tiles],
@@ -1083,7 +1084,7 @@ def test_timeout_move_walks_the_pawn_towards_the_nearest_block():
 
     def pawn_step(blocks: dict[int, int], pawns: list[int]) -> int:
         on_tiles = [blocks.get(t, 0) for t in range(len(line))]
-        state = State.for_test(2, line, blocks=on_tiles, pawns=pawns, phase="PHASE_MOVE")
+        state = hand_built(2, line, blocks=on_tiles, pawns=pawns, phase="PHASE_MOVE")
         move = state.timeout_move(0)
         assert move in state.legal_moves(0)
         return move["move_pawn"]["tile"]
