@@ -127,7 +127,7 @@ async def test_20_async_matches_give_exactly_the_expected_signed_notifications(
     assert held_back["quiet"] and held_back["muted"]
 
     async def counted() -> bool:
-        figures = await _metrics(metrics_port)
+        figures = await metrics_of(metrics_port)
         return (
             figures.get(("mogames_notifications_total", 'outcome="sent"')) == len(expected)
             and figures.get(("mogames_notifications_total", 'outcome="quiet"')) == held_back["quiet"]
@@ -136,12 +136,12 @@ async def test_20_async_matches_give_exactly_the_expected_signed_notifications(
         )
 
     await wait_until(counted, "the notifier's metrics to count every notification", 20)
-    figures = await _metrics(metrics_port)
+    figures = await metrics_of(metrics_port)
     assert figures[("mogames_stream_lag_seconds", 'game="mori",group="notifier"')] == 0
     assert ("mogames_notifications_total", 'outcome="dead_lettered"') not in figures
 
 
-async def _metrics(port: int) -> dict[tuple[str, str], float]:
+async def metrics_of(port: int) -> dict[tuple[str, str], float]:
     """The samples of a process's /metrics page: (name, labels) -> value."""
     async with httpx.AsyncClient() as http:
         page = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
@@ -215,7 +215,13 @@ async def test_notifications_nobody_takes_land_in_the_dead_letter_stream(
     entries, expected = async_matches(2, seed=9, at_ms=int(time.time() * 1000))
     for fields in entries:
         await add_entry(client, fields)
-    env = notifier_env(receiver, MOGAMES_NOTIFY_FIRST_BACKOFF_MS="20", MOGAMES_NOTIFY_MAX_TRIES="3")
+    metrics_port = free_port()
+    env = notifier_env(
+        receiver,
+        MOGAMES_NOTIFY_FIRST_BACKOFF_MS="20",
+        MOGAMES_NOTIFY_MAX_TRIES="3",
+        MOGAMES_METRICS_LISTEN=f"127.0.0.1:{metrics_port}",
+    )
     workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **env))
 
     async def all_dead() -> bool:
@@ -227,6 +233,15 @@ async def test_notifications_nobody_takes_land_in_the_dead_letter_stream(
     assert {d[b"tries"] for _, d in dead} == {b"3"}
     for _, fields in dead:
         assert json.loads(fields[b"body"])["id"] == fields[b"key"].decode()
+
+    async def counted() -> bool:
+        figures = await metrics_of(metrics_port)
+        return figures.get(("mogames_notifications_total", 'outcome="dead_lettered"')) == len(expected)
+
+    await wait_until(counted, "every dead letter counted", 10)
+    figures = await metrics_of(metrics_port)
+    assert figures[("mogames_notifications_total", 'outcome="failed"')] == 3 * len(expected)
+    assert ("mogames_notifications_total", 'outcome="sent"') not in figures
 
     async def acknowledged() -> bool:
         pending = [await client.xpending(keys.activity(game), "notifier") for game in GAMES[:2]]

@@ -10,13 +10,14 @@ from mogames.players.v1 import players_pb2, players_pb2_grpc
 from openskill.models import PlackettLuce
 
 from clients.game_client import GameClient
+from deploy.redis_server import free_port
 from services.runtime import keys
 from services.workers.ladders import Ladders
 from tests.activity_entries import start_worker
 from tests.conftest import running_services
 from tests.helpers import wait_serving, wait_until
 from tests.players_fixtures import running_players
-from tests.test_notifier import check_signed, notifier_env
+from tests.test_notifier import check_signed, metrics_of, notifier_env
 from tests.test_players_matches import World, play_humans, sign_in
 from tests.webhook_receiver import Receiver
 
@@ -31,7 +32,9 @@ async def test_real_matches_notify_every_bound_seat_and_rate_every_result(worker
     receiver.start()
     try:
         workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **notifier_env(receiver)))
-        workers.append(start_worker("ratings", url, tmp_path / "ratings.log"))
+        metrics_port = free_port()
+        metrics_env = {"MOGAMES_METRICS_LISTEN": f"127.0.0.1:{metrics_port}"}
+        workers.append(start_worker("ratings", url, tmp_path / "ratings.log", **metrics_env))
         with running_players(url, tmp_path / "players.log") as address:
             async with running_services(
                 url, games=[GAME], players_backends=(address,), bot_think_ms=0, scheduler_tick_ms=20
@@ -105,5 +108,7 @@ async def test_real_matches_notify_every_bound_seat_and_rate_every_result(worker
             replay[player.id].sigma,
             MATCHES,
         )
+    figures = await metrics_of(metrics_port)
+    assert figures[("mogames_rating_updates_total", f'ladder="{GAME}"')] == MATCHES
     board = [r.player_id for r in await ladders.top(GAME, 10)]
     assert sorted(board, key=lambda p: -(replay[p].mu - 3 * replay[p].sigma)) == board

@@ -33,7 +33,10 @@ class Receiver:
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                length = int(self.headers.get("Content-Length", "0"))
+                body = self.rfile.read(length)
+                if len(body) < length:
+                    return  # the caller died mid-request: nothing was delivered
                 time.sleep(receiver.delay_s)
                 with receiver._lock:
                     receiver.calls.append(Call({k.lower(): v for k, v in self.headers.items()}, body))
