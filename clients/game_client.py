@@ -120,9 +120,9 @@ class GameClient:
         after_seq: int = 0,
         timeout_s: float | None = None,
     ) -> Any:
-        """The match's stream (a call object: iterate it, ``cancel()`` it). ``after_version``
-        None = from the first join; else events after (after_version, after_seq), where
-        after_seq 0 means after the whole version."""
+        """The match's stream (a call object: iterate it, ``cancel()`` it): the events after
+        position (after_version, after_seq) in (version, seq) order; None = from the first
+        join, (v, 0) = from the first event of version v (docs/protocol.md, "The cursor")."""
         request = _watch_request(match_id, after_version, after_seq)
         return self.stub.WatchMatch(request, metadata=auth(token) if token else None, timeout=timeout_s)
 

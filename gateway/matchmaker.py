@@ -8,7 +8,8 @@ tickets off the queue in the same script, so no ticket is ever seated twice and 
 gateway agrees on who plays with whom.
 
 The group is then turned into a match with ordinary RPCs to the game's replicas: one
-CreateMatch, and a JoinMatch per ticket with the ticket id as its request id. Any member's
+CreateMatch, and a JoinMatch per ticket with a request id derived from the group's random id
+(a ticket id is known to others, and must not name a retry that hands out its seat). Any member's
 gateway may do this (the one that formed the group first; another if that one is slow or
 gone): the group keeps the first match id written, and a retried join answers the same
 seat and token, so finishing a group twice changes nothing.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import hashlib
 import json
 import time
 import uuid
@@ -99,7 +101,8 @@ _ENQUEUE = (
 local queue, ticket = KEYS[1], KEYS[2]
 local id, players, ttl, prefix = ARGV[1], tonumber(ARGV[4]), ARGV[5], ARGV[8]
 local live_ms, now = tonumber(ARGV[11]), now_ms()
-local state = redis.call('HGET', ticket, 'state')
+local state, owner = unpack(redis.call('HMGET', ticket, 'state', 'client'))
+if state and owner ~= ARGV[9] then return {'foreign', ''} end
 if state == 'grouped' then
   local gid = redis.call('HGET', ticket, 'group')
   redis.call('HSET', ticket, 'seen', now)
@@ -350,12 +353,19 @@ class Matchmaker:
             now_ms,
             ticket.players,
             wait_s + KEEP_S,
-            uuid.uuid4().hex[:12],
+            # The group id's random part: what makes its join request ids unguessable.
+            uuid.uuid4().hex,
         ]
         args += [minimum, ticket.key(""), ticket.client, "1" if enter else "0", LIVE_MS]
         args += [repr(ticket.mu), wait_s * 1000]
         reply = await self._enqueue(keys=self._ticket_keys(ticket), args=args)
-        return _text(reply[0]), _text(reply[1])
+        state, group = _text(reply[0]), _text(reply[1])
+        if state == "foreign":
+            # A ticket's seat goes to the client that queued it, never to one that names it.
+            raise FailedPrecondition(
+                "ticket_id: another client's ticket; choose a ticket id of your own", "ticket_foreign"
+            )
+        return state, group
 
     async def _finish_group(self, ticket: Ticket, group_id: str) -> bool:
         """Create the group's match (once) and seat each of its tickets in it; False if the
@@ -391,7 +401,9 @@ class Matchmaker:
             member_key = ticket.key(f"ticket:{member}")
             name, client, session = await self.redis.hmget(member_key, ["name", "client", "session"])
             join = common_pb2.JoinMatchRequest(
-                match_id=_text(match_id), player_name=_text(name or member), request_id=f"mm:{member}"
+                match_id=_text(match_id),
+                player_name=_text(name or member),
+                request_id=_join_request_id(group_id, member),
             )
             try:
                 bound = ((SESSION_METADATA, _text(session)),) if session else ()
@@ -403,3 +415,9 @@ class Matchmaker:
                 raise
             await self.redis.hset(member_key, "joined", base64.b64encode(joined.SerializeToString()))
         return True
+
+
+def _join_request_id(group_id: str, member: str) -> str:
+    """The request id of a member's JoinMatch: the same for every gateway finishing the group,
+    and derivable only from the group id, which never leaves Redis and the gateways."""
+    return "mm:" + hashlib.sha256(f"{group_id}\0{member}".encode()).hexdigest()

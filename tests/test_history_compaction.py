@@ -131,11 +131,12 @@ async def test_a_finished_match_replays_and_resumes_exactly_after_compaction(
             visible = [e for e in history if e.visible_to(seat)]
             assert await watched(watcher, match_id, token, {}) == visible
             for v in range(record.version + 1):
-                after_version = [e for e in visible if e.version > v]
-                assert await watched(watcher, match_id, token, {"version": v}) == after_version
+                from_version = [e for e in visible if e.version >= v]
+                assert await watched(watcher, match_id, token, {"version": v}) == from_version
             for position in positions(history):
                 version, seq = position
-                after = [e for e in visible if (e.version, e.seq) > position]
+                # Past the end, the end once more: every stream ends with match_ended.
+                after = [e for e in visible if (e.version, e.seq) > position] or visible[-1:]
                 assert await watched(watcher, match_id, token, {"version": version, "seq": seq}) == after
         # A retried request id of the match's last REQUEST_WINDOW moves, archived or not,
         # gets its first answer whole; an older one is a new move, refused: the match is

@@ -58,7 +58,8 @@ async def test_watcher_on_one_replica_sees_moves_made_on_the_other(cluster):
     await play_moves(replica_a, started, 6)
     collected = await asyncio.wait_for(watcher, timeout=20)
     versions = [e.version for e in collected]
-    assert versions == sorted(versions) and set(versions) == {1, 2, 3, 4, 5, 6}
+    # From (0, 0): version 0's joins and start too, then every move's events.
+    assert versions == sorted(versions) and set(versions) == {0, 1, 2, 3, 4, 5, 6}
     assert [e.seq for e in collected if e.version == 1] == list(range(1, versions.count(1) + 1))
 
 
@@ -87,10 +88,10 @@ async def test_resume_from_every_position_misses_nothing_and_repeats_nothing(clu
     whole = await events_before(replica_a.watch(started.match_id, token), last)
     assert whole[0].version == 0 and whole[0].WhichOneof("event") == "player_joined"
     assert {e.version for e in whole} == set(range(last))
-    # After a whole version (0 included): every later event, none of that version.
+    # From the start of a version (after_seq 0): that version's events and every later one.
     for version in range(last):
         resumed = await events_before(replica_b.watch(started.match_id, token, version), last)
-        assert resumed == [e for e in whole if e.version > version]
+        assert resumed == [e for e in whole if e.version >= version]
     # After one event, wherever it is, even between two events of one version.
     for n, event in enumerate(whole):
         stream = replica_b.watch(started.match_id, token, event.version, event.seq)
@@ -122,9 +123,13 @@ async def test_watch_of_a_finished_match_replays_to_the_end_and_closes(cluster):
     assert list(events[-1].match_ended.winners) == played.winners
     assert [(e.version, e.seq) for e in events] == sorted((e.version, e.seq) for e in events)
     assert events[-1].version == played.moves
-    # Resuming after the end: nothing more, and the stream closes.
-    after_end = [e async for e in client.watch(played.match_id, None, events[-1].version)]
-    assert after_end == []
+    # Resuming after the end: the end once more (every stream ends with it), and it closes.
+    end = events[-1]
+    after_end = [e async for e in client.watch(played.match_id, None, end.version, end.seq)]
+    assert after_end == [end]
+    # From the start of the last version: its events, the end last.
+    last_version = [e async for e in client.watch(played.match_id, None, end.version)]
+    assert last_version == [e for e in events if e.version == end.version]
 
 
 async def test_out_of_range_cursors_are_refused_and_blind_nobody(cluster):
@@ -142,13 +147,16 @@ async def test_out_of_range_cursors_are_refused_and_blind_nobody(cluster):
     await play_moves(replica_a, started, 2)
     seen = await asyncio.wait_for(player, timeout=20)
     ahead.cancel()
-    assert {e.version for e in seen} == {1, 2}
+    assert {e.version for e in seen} == {0, 1, 2}
 
 
 async def test_many_watchers_share_one_subscription_per_replica_and_all_see_each_move(cluster, redis_client):
     replica_a, replica_b = cluster.replica_client(GAME, 0), cluster.replica_client(GAME, 1)
     started = await start_match(replica_a, 2, seed=19)
-    streams = [replica_b.watch(started.match_id, None, 0) for _ in range(40)]
+    # Each from the last event of version 0 (the joins, the start, the deal): the move's first.
+    opened = await MatchStore(redis_client, GAME).load(started.match_id)
+    assert opened is not None and opened.version == 0
+    streams = [replica_b.watch(started.match_id, None, 0, opened.event_seq) for _ in range(40)]
     firsts = [asyncio.create_task(anext(aiter(s))) for s in streams]
     await asyncio.sleep(1.0)  # every watcher has replayed its (empty) history and is waiting
     subscribers = await redis_client.pubsub_numsub(keys.notify(started.match_id))
@@ -221,8 +229,11 @@ async def test_two_thousand_watched_matches_on_one_replica_deliver_a_move_at_onc
         played = await watching.create_match(2, 3, {"first_player": 0})
         tokens = [(await moving.join_match(played.match_id, name)).token for name in ("a", "b")]
         quiet = [(await watching.create_match(2, n, {"first_player": 0})).match_id for n in range(1999)]
+        # The played match's watch starts after its joins and start; the quiet ones have none.
+        opened = await watching.store.load(played.match_id)
+        assert opened is not None
         for n, match_id in enumerate([played.match_id, *quiet]):
-            streams.append(watching.watch(match_id, None, 0, 0))
+            streams.append(watching.watch(match_id, None, 0, opened.event_seq if n == 0 else 0))
             firsts.append(asyncio.create_task(anext(streams[-1])))
             if n % 25 == 24:  # open in batches, as clients arrive, not 2,000 loads at once
                 await wait_until(lambda n=n: _all_watching(watching, firsts, n + 1), timeout_s=60)

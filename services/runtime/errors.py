@@ -58,6 +58,18 @@ class Unauthenticated(ServiceError):
     reason = "unauthenticated"
 
 
+class SeatRevoked(Unauthenticated):
+    """An open WatchMatch or PlayMatch whose token was revoked ends with this, at once."""
+
+    reason = "token_revoked"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "token_revoked: this seat's token was revoked while the stream was open (the seat was"
+            " rejoined with its rejoin key, left, or handed to a bot); nothing more of the seat is sent"
+        )
+
+
 class PermissionDenied(ServiceError):
     code = grpc.StatusCode.PERMISSION_DENIED
     reason = "permission_denied"

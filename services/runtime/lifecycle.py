@@ -74,6 +74,7 @@ class Lifecycle:
             elif status == IN_PROGRESS:
                 events = [Event({"player_left": {"seat": seat, "seat_freed": False}})]
                 if seats.options.on_leave == POLICY_ABANDON:
+                    seats.revoke(seat)
                     events += abandon(self.service, record, "left")
                 else:
                     level = seats.options.bot_level

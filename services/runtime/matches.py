@@ -43,6 +43,8 @@ class WatchSink(Protocol):
 
     def ended(self) -> None: ...
 
+    def revoked(self) -> None: ...
+
 
 WAITING = "WAITING_FOR_PLAYERS"
 IN_PROGRESS = "IN_PROGRESS"
@@ -339,10 +341,13 @@ class MatchService:
             )
 
     async def join_match(
-        self, match_id: str, player_name: str, request_id: str = "", player_id: str = ""
+        self, match_id: str, player_name: str, request_id: str = "", player_id: str = "", client: str = ""
     ) -> Joined:
         """A free seat for ``player_name``, bound to ``player_id`` when the call carried a
-        session; a player already seated here gets that seat again (``seat_again``)."""
+        session; a player already seated here gets that seat again (``seat_again``). A join
+        retried with the same ``request_id`` by the same ``client`` (as the budgets name it)
+        moments later gets the same answer, unless the seat changed hands meanwhile
+        (tables.Seats.joined_seat)."""
         name = player_name.strip()
         if not name or len(name) > MAX_PLAYER_NAME:
             raise InvalidArgument(
@@ -353,7 +358,7 @@ class MatchService:
         while True:
             record = await self._load(match_id)
             seats = self.seats(record)
-            seat = seats.joined_seat(request_id)
+            seat = seats.joined_seat(request_id, client, self.now_ms())
             if seat is not None:
                 log.info("join_replayed", seat=seat)
                 return self.joined(record, seat)
@@ -368,7 +373,7 @@ class MatchService:
                 raise FailedPrecondition(f"match_full: match is {status}, no free seat", reason="match_full")
             seat = record.seats.index(None)
             seats.seat_player(seat, self.now_ms(), self.settings.token_ttl_s, player_id)
-            seats.remember_join(request_id, seat)
+            seats.remember_join(request_id, client, seat, self.now_ms())
             if await self.commit_events(record, self.seat_taken(record, seat, name)):
                 structlog.contextvars.bind_contextvars(seat=seat)
                 log.info("player_joined", started=record.status == IN_PROGRESS)
@@ -725,13 +730,14 @@ class MatchService:
     ) -> AsyncGenerator[StoredEvent, None]:
         """The caller's events after the cursor (README, "Watching a match") in order, then
         live ones with the seat's prompts and heartbeats, until the match ends."""
-        seat, after, history = await self._open_watch(match_id, token, after_version, after_seq)
+        grant, after, history = await self._open_watch(match_id, token, after_version, after_seq)
         if history is not None:
             for past in history:
                 yield past
             return
         last_version = after[0]
-        live = self.hub.watch(match_id, seat, after, self.settings.heartbeat_s)
+        seat, generation = (None, 0) if grant is None else (grant.seat, grant.generation)
+        live = self.hub.watch(match_id, seat, after, self.settings.heartbeat_s, generation)
         async with contextlib.aclosing(live) as events:
             async for event in events:
                 if event is None:
@@ -748,7 +754,7 @@ class MatchService:
         """What ``watch`` yields but its heartbeats, handed to ``sink`` as it comes, then
         ``sink.ended()`` after the last event; the sink sends heartbeats itself (it knows
         when its stream last sent anything). Returns what detaches it from the hub."""
-        seat, after, history = await self._open_watch(match_id, token, after_version, after_seq)
+        grant, after, history = await self._open_watch(match_id, token, after_version, after_seq)
         sink.started(after[0])
         if history is not None:
             for past in history:
@@ -761,21 +767,31 @@ class MatchService:
             if FINAL_EVENT in event.body:
                 sink.ended()
 
-        return self.hub.attach(match_id, seat, after, deliver)
+        if grant is None:
+            return self.hub.attach(match_id, None, after, deliver)
+        return self.hub.attach(match_id, grant.seat, after, deliver, grant.generation, sink.revoked)
 
     async def _open_watch(
         self, match_id: str, token: str | None, after_version: int | None, after_seq: int
-    ) -> tuple[int | None, tuple[int, int], list[StoredEvent] | None]:
-        """A watch's caller (its seat, None for a spectator) and starting position; and, for
-        a match that is over (nothing will be added), its history after that position as
-        the caller may see it, all there is to send (None: the match is live)."""
+    ) -> tuple[auth.SeatGrant | None, tuple[int, int], list[StoredEvent] | None]:
+        """A watch's caller (its seat grant, None for a spectator) and starting position; and,
+        for a match that is over (nothing will be added), its history after that position as
+        the caller may see it, all there is to send (None: the match is live). That history
+        ends with ``match_ended`` whatever the cursor: past it, the event is sent again."""
         grant, record = await self._admit(match_id, token)
         seat = None if grant is None else grant.seat
         after = _watch_start(record, after_version, after_seq)
-        if self._status(record) in (WAITING, IN_PROGRESS):
-            return seat, after, None
+        # The stored status: a match idle past the reaper's time is still live until the
+        # reaper commits its end, which the watch then delivers.
+        if record.status in (WAITING, IN_PROGRESS):
+            return grant, after, None
         history, _ = await self.store.events_after(match_id, after, with_record=False)
-        return seat, after, [past for past in history if past.visible_to(seat)]
+        history = [past for past in history if past.visible_to(seat)]
+        if not history or FINAL_EVENT not in history[-1].body:
+            # The end of a match is the last event of its last version.
+            last, _ = await self.store.events_after(match_id, (record.version, 0), with_record=False)
+            history += [past for past in last if FINAL_EVENT in past.body][-1:]
+        return grant, after, history
 
     def heartbeat(self, version: int) -> StoredEvent:
         """A quiet stream's heartbeat, after events up to ``version``."""
@@ -809,8 +825,10 @@ def _own_request_id() -> bytes:
 
 
 def _watch_start(record: MatchRecord, after_version: int | None, after_seq: int) -> tuple[int, int]:
-    """The stream position a watch starts after: (0, 0) = from the first join on;
-    (v, max) = after every event of version v; (v, s) = after event s of version v."""
+    """The stream position a watch starts after (docs/protocol.md, "The cursor"): events come
+    in (version, seq) order, and a watch gets every one after (after_version, after_seq).
+    Unset = (0, 0), from the first join on; (v, 0) = every event of version v on, the ones a
+    leave, a rejoin or a bot appended to v later included (seq starts at 1)."""
     if after_version is None:
         if after_seq:
             raise InvalidArgument("after_seq: only with after_version", field="after_seq")
@@ -820,4 +838,4 @@ def _watch_start(record: MatchRecord, after_version: int | None, after_seq: int)
             f"after_version: the match is at version {record.version}, not {after_version}",
             field="after_version",
         )
-    return (after_version, after_seq) if after_seq else (after_version, 2**64 - 1)
+    return (after_version, after_seq)

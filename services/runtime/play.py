@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from services.runtime.errors import SeatRevoked
 from services.runtime.history import StoredEvent
 
 # The longest a committed move's answer waits for its version's events.
@@ -52,6 +53,10 @@ class PlayOutbox:
     def ended(self) -> None:
         """The match is over: the stream ends once what is queued is sent."""
         self._queue.put_nowait(("ended", None))
+
+    def revoked(self) -> None:
+        """The seat's token was revoked: the stream ends with that status, nothing more sent."""
+        self._queue.put_nowait(("failed", SeatRevoked()))
 
     # -- the moves -----------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from services.runtime.auth import bearer_token, player_of_session, session_token
 from services.runtime.codec import Codec, to_dict
 from services.runtime.errors import InvalidArgument, clip, to_refusal, to_service_error
 from services.runtime.lifecycle import Lifecycle
+from services.runtime.limits import client_id
 from services.runtime.matches import Joined, MatchFacts, MatchService
 from services.runtime.play import PlayOutbox
 from services.runtime.tasks import cancel_until_done
@@ -111,6 +112,11 @@ class GameServicer:
 
         context.add_done_callback(on_call_done)
 
+    def _client(self, context: grpc.aio.ServicerContext) -> str:
+        """Who is calling, as the budgets name them (a gateway forwards its client's name)."""
+        limits = self.service.settings.limits
+        return client_id(context.invocation_metadata(), context.peer(), limits, not limits.trusted_proxies)
+
     def add_to_server(self, server: grpc.aio.Server) -> None:
         getattr(self.codec.pb2_grpc, f"add_{self.codec.game.service}Servicer_to_server")(self, server)
 
@@ -127,7 +133,7 @@ class GameServicer:
         _bind(match_id=request.match_id, request_id=request.request_id)
         player_id = _player(context, self.service)
         joined = await self.service.join_match(
-            request.match_id, request.player_name, request.request_id, player_id
+            request.match_id, request.player_name, request.request_id, player_id, self._client(context)
         )
         return joined_message(joined)
 

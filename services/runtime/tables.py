@@ -29,6 +29,9 @@ MAX_TURN_SECONDS = 7 * 24 * 3600
 MAX_TIMEOUTS_LIMIT = 1000
 POLICY_BOT = "SEAT_POLICY_BOT"
 POLICY_ABANDON = "SEAT_POLICY_ABANDON"
+# How long a JoinMatch retried with the same request id gets the first answer back: long
+# enough for a client to retry a lost answer, short enough not to make a request id a key.
+JOIN_RETRY_WINDOW_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,12 @@ def bot_level(level: str, field: str) -> str:
     return level
 
 
+def _join_key(request_id: str, client: str) -> str:
+    """A join's retry key: the request id bound to the client that sent it (hashed, so the
+    record keeps neither)."""
+    return hashlib.sha256(f"{client}\0{request_id}".encode()).hexdigest()[:32]
+
+
 def _fresh_seat(generation: int = 0) -> dict[str, Any]:
     # gen: token generation (a token of an older one is revoked); nonce: rejoin key salt,
     # "" while nobody holds the seat; start_ms/due_ms: the pending decision, 0 = none.
@@ -110,6 +119,12 @@ def new_lifecycle(options: TableOptions, players: int) -> dict[str, Any]:
     for seat in seats:
         seat["bank_ms"] = options.bank_seconds * 1000
     return {"seats": seats, "joins": {}}
+
+
+def seat_generation(lifecycle: dict[str, Any], seat: int) -> int | None:
+    """The token generation a record's lifecycle holds for ``seat`` (None: none kept)."""
+    seats = lifecycle.get("seats", ())
+    return int(seats[seat]["gen"]) if seat < len(seats) else None
 
 
 # TableOptions of the record tables read lately, by the table dict's identity (a record's
@@ -200,13 +215,32 @@ class Seats:
                 found = seat
         return found
 
-    def remember_join(self, request_id: str, seat: int) -> None:
-        if request_id:
-            self.lifecycle.setdefault("joins", {})[request_id] = seat
+    def remember_join(self, request_id: str, client: str, seat: int, now_ms: int) -> None:
+        """Keep a join's answer for its retries: only the same client's, with the same request
+        id, within ``JOIN_RETRY_WINDOW_MS``, and while the seat's token is the one it issued."""
+        if not request_id:
+            return
+        joins = {
+            key: entry
+            for key, entry in self.lifecycle.get("joins", {}).items()
+            if isinstance(entry, dict) and now_ms - entry["at_ms"] <= JOIN_RETRY_WINDOW_MS
+        }
+        joins[_join_key(request_id, client)] = {"seat": seat, "gen": self.seats[seat]["gen"], "at_ms": now_ms}
+        self.lifecycle["joins"] = joins
 
-    def joined_seat(self, request_id: str) -> int | None:
-        seat = self.lifecycle.get("joins", {}).get(request_id) if request_id else None
-        return None if seat is None or not self.seats[seat]["nonce"] else int(seat)
+    def joined_seat(self, request_id: str, client: str, now_ms: int) -> int | None:
+        """The seat a retried join gets back: None unless the same client asked with the same
+        request id moments ago and the seat has not changed hands since (a rejoin, a leave,
+        a bot: each bumps its token generation). A request id is never a credential."""
+        if not request_id:
+            return None
+        entry = self.lifecycle.get("joins", {}).get(_join_key(request_id, client))
+        if not isinstance(entry, dict) or now_ms - entry["at_ms"] > JOIN_RETRY_WINDOW_MS:
+            return None
+        data = self.seats[entry["seat"]]
+        if not data["nonce"] or data["gen"] != entry["gen"]:
+            return None
+        return int(entry["seat"])
 
     # -- leaving and bots --------------------------------------------------------------
 
@@ -215,7 +249,12 @@ class Seats:
         generation = self.seats[seat]["gen"] + 1
         self.seats[seat] = _fresh_seat(generation)
         self.seats[seat]["bank_ms"] = self.options.bank_seconds * 1000
-        self.lifecycle["joins"] = {r: s for r, s in self.lifecycle.get("joins", {}).items() if s != seat}
+
+    def revoke(self, seat: int) -> None:
+        """The seat's player left a match that ends with it: every token and the rejoin key of
+        that player stop working (the seat keeps its name in the match's facts)."""
+        data = self.seats[seat]
+        data.update(gen=data["gen"] + 1, nonce="", start_ms=0, due_ms=0)
 
     def seat_bot(self, seat: int, level: str) -> None:
         """A server bot plays ``seat`` from now on; the player's token and key stop working."""

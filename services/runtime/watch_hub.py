@@ -14,6 +14,11 @@ the last event it was given: no watcher's request changes what another receives.
 
 A seat's watcher also gets a prompt (its legal moves) once per version at which it has a
 decision, computed once per version for all watchers of the match on this replica.
+
+A seat's watcher holds the token generation it was opened with. Every read and every
+commit handed over comes with the match as stored after it: once the seat's generation
+there is another (a rejoin, a leave, a bot took the seat), the watcher is told it was
+revoked and dropped before any event of that read or commit reaches it.
 """
 
 from __future__ import annotations
@@ -29,9 +34,11 @@ import structlog
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from services.runtime import keys, redis_client
+from services.runtime.errors import SeatRevoked
 from services.runtime.history import StoredEvent
 from services.runtime.record import KnownRecord, MatchRecord
 from services.runtime.store import MatchStore
+from services.runtime.tables import seat_generation
 from services.runtime.tasks import cancel_until_done
 
 log = structlog.get_logger("watch_hub")
@@ -46,6 +53,8 @@ PromptMaker = Callable[[MatchRecord, Collection[int]], dict[int, dict[str, Any]]
 
 # Takes a watcher's events and prompts, in order, as the hub hands them over.
 Deliver = Callable[[StoredEvent], None]
+# Told once that the watcher's token was revoked; nothing more is delivered after it.
+Revoked = Callable[[], None]
 
 
 @dataclass(eq=False)
@@ -53,6 +62,9 @@ class _Watcher:
     seat: int | None
     cursor: Cursor
     deliver: Deliver
+    # The token generation a seat's watcher was admitted with, and what hears of its revocation.
+    generation: int = 0
+    revoked: Revoked | None = None
     # The last version this watcher was prompted at.
     prompted: int = -1
 
@@ -110,36 +122,51 @@ class WatchHub:
         return sum(len(m.watchers) for m in self._matches.values())
 
     async def watch(
-        self, match_id: str, seat: int | None, after: Cursor, heartbeat_s: float
+        self, match_id: str, seat: int | None, after: Cursor, heartbeat_s: float, generation: int = 0
     ) -> AsyncGenerator[StoredEvent | None, None]:
-        """The events ``seat`` may see after ``after``, in order, and its prompts, forever;
-        ``None`` after ``heartbeat_s`` seconds without either."""
-        queue: asyncio.Queue[StoredEvent] = asyncio.Queue()
-        detach = self.attach(match_id, seat, after, queue.put_nowait)
+        """The events ``seat`` may see after ``after``, in order, and its prompts, until the
+        seat's token generation ``generation`` is revoked (then ``SeatRevoked``); ``None``
+        after ``heartbeat_s`` seconds without either."""
+        queue: asyncio.Queue[StoredEvent | None] = asyncio.Queue()
+        detach = self.attach(
+            match_id, seat, after, queue.put_nowait, generation, lambda: queue.put_nowait(None)
+        )
         try:
             while True:
                 if not queue.empty():
                     # A commit hands over its events and prompts at once: the rest of them
                     # need no timer (arming one per event was a measurable part of a move).
-                    yield queue.get_nowait()
-                    continue
-                # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancellation
-                # that lands as the queue hands over an event, and the watch would go on.
-                try:
-                    async with asyncio.timeout(heartbeat_s):
-                        event = await queue.get()
-                except TimeoutError:
-                    yield None
-                    continue
+                    event = queue.get_nowait()
+                else:
+                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a
+                    # cancellation that lands as the queue hands over an event, and the watch
+                    # would go on.
+                    try:
+                        async with asyncio.timeout(heartbeat_s):
+                            event = await queue.get()
+                    except TimeoutError:
+                        yield None
+                        continue
+                if event is None:
+                    raise SeatRevoked()
                 yield event
         finally:
             detach()
 
-    def attach(self, match_id: str, seat: int | None, after: Cursor, deliver: Deliver) -> Callable[[], None]:
+    def attach(
+        self,
+        match_id: str,
+        seat: int | None,
+        after: Cursor,
+        deliver: Deliver,
+        generation: int = 0,
+        revoked: Revoked | None = None,
+    ) -> Callable[[], None]:
         """``watch`` without its generator: ``deliver`` is called with each event and prompt
-        (PlayMatch's outbox takes them so, with no task or queue of the watch's own between).
-        Returns what detaches the watcher; until then it is called, also from reads."""
-        watcher = _Watcher(seat, after, deliver)
+        (PlayMatch's outbox takes them so, with no task or queue of the watch's own between),
+        ``revoked`` once if the seat's token ``generation`` is revoked. Returns what detaches
+        the watcher; until then it is called, also from reads."""
+        watcher = _Watcher(seat, after, deliver, generation, revoked)
         match = self._matches.get(match_id)
         if match is None:
             match = self._matches[match_id] = _Match()
@@ -308,6 +335,8 @@ class WatchHub:
         events, record = await self.store.events_after(match_id, lowest, any_seat, self._known)
         if record is not None and self._remember is not None:
             self._remember(record)
+        if record is not None:
+            watchers = _drop_revoked(match, record, watchers)
         for watcher in watchers:
             for event in events:
                 position = (event.version, event.seq)
@@ -334,7 +363,7 @@ class WatchHub:
         match = self._matches.get(record.match_id)
         if match is None or not events:
             return
-        watchers = list(match.watchers)
+        watchers = _drop_revoked(match, record, list(match.watchers))
         for watcher in watchers:
             if watcher.cursor != previous:
                 continue
@@ -386,6 +415,22 @@ class _Committing:
 
 
 _NOT_WATCHED = _Committing(None)
+
+
+def _drop_revoked(match: _Match, record: MatchRecord, watchers: list[_Watcher]) -> list[_Watcher]:
+    """``watchers`` but the seats' whose token generation ``record`` no longer holds: those
+    are told so and leave the match (their streams end; detaching them later is harmless)."""
+    kept = []
+    for watcher in watchers:
+        held = None if watcher.seat is None else seat_generation(record.lifecycle, watcher.seat)
+        if held is not None and held != watcher.generation:
+            match.watchers.discard(watcher)
+            if watcher.revoked is not None:
+                watcher.revoked()
+                watcher.revoked = None
+            continue
+        kept.append(watcher)
+    return kept
 
 
 def _needs_read(match: _Match) -> bool:
