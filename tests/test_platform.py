@@ -63,7 +63,7 @@ async def test_view_shows_own_hand_and_never_another_seats(cluster):
 async def test_events_with_secrets_reach_only_their_owner(cluster):
     client = cluster.client(GAME)
     started = await start_match(client, 2, seed=3)
-    seat, _move, version = await active_seat_move(client, started)
+    seat, _move, _version = await active_seat_move(client, started)
     legal = await client.legal_moves(started.match_id, started.tokens[seat])
     deck_draws = [m for m in legal.moves if m.WhichOneof("kind") == "draw"]
     drawn_at = (await client.submit(started.match_id, started.tokens[seat], deck_draws[0])).version
@@ -71,8 +71,9 @@ async def test_events_with_secrets_reach_only_their_owner(cluster):
     place = (await client.legal_moves(started.match_id, started.tokens[seat])).moves[0]
     stop = (await client.submit(started.match_id, started.tokens[seat], place)).version
     other = 1 - seat
-    by_other = await events_before(client.watch(started.match_id, started.tokens[other], version), stop)
-    by_self = await events_before(client.watch(started.match_id, started.tokens[seat], version), stop)
+    # From the draw's first event on (after_seq 0 is before the first event of a version).
+    by_other = await events_before(client.watch(started.match_id, started.tokens[other], drawn_at), stop)
+    by_self = await events_before(client.watch(started.match_id, started.tokens[seat], drawn_at), stop)
     assert {e.version for e in by_self} == {e.version for e in by_other} == {drawn_at}
     # The drawer learns the card's identity; the other seat never does.
     private_text = "".join(str(e) for e in by_self)

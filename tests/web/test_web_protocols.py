@@ -110,7 +110,8 @@ async def test_unary_calls_carry_the_seat_token(web: WebClient) -> None:
 async def test_watch_resumes_after_the_last_event_seen(web: WebClient) -> None:
     match_id, tokens = await started_match(web)
     await play(web, match_id, tokens, 2)
-    first = await history(web, common_pb2.WatchMatchRequest(match_id=match_id, after_version=0), 2)
+    # From the first event of version 1 (after_seq 0), the deal and joins of version 0 skipped.
+    first = await history(web, common_pb2.WatchMatchRequest(match_id=match_id, after_version=1), 2)
     assert first[0].version == 1 and first[-1].version == 2
     cursor = [e for e in first if e.version == 1][-1]
     resumed = await history(
@@ -183,7 +184,7 @@ async def test_http2_cleartext(web_stack: WebStack) -> None:
         client = WebClient(http, web_stack.url, "connect-proto")
         match_id, tokens = await started_match(client)
         await play(client, match_id, tokens, 1)
-        events = await history(client, common_pb2.WatchMatchRequest(match_id=match_id, after_version=0), 1)
+        events = await history(client, common_pb2.WatchMatchRequest(match_id=match_id, after_version=1), 1)
         reply = await http.post(
             f"{web_stack.url}{SERVICE}/GetMatch",
             json={"matchId": match_id},
