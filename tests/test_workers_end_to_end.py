@@ -12,6 +12,7 @@ from openskill.models import PlackettLuce
 from clients.game_client import GameClient
 from deploy.redis_server import free_port
 from services.runtime import keys
+from services.runtime.store import MatchStore
 from services.workers.ladders import Ladders
 from tests.activity_entries import start_worker
 from tests.conftest import running_services
@@ -112,3 +113,59 @@ async def test_real_matches_notify_every_bound_seat_and_rate_every_result(worker
     assert figures[("mogames_rating_updates_total", f'ladder="{GAME}"')] == MATCHES
     board = [r.player_id for r in await ladders.top(GAME, 10)]
     assert sorted(board, key=lambda p: -(replay[p].mu - 3 * replay[p].sigma)) == board
+
+
+async def test_a_one_round_more_match_rates_the_pair_as_a_team_against_the_solo(
+    worker_redis, workers, tmp_path
+):
+    url, client = worker_redis
+    workers.append(start_worker("ratings", url, tmp_path / "ratings.log"))
+    with running_players(url, tmp_path / "players.log") as address:
+        async with running_services(url, games=["more"], players_backends=(address,)) as cluster:
+            await wait_serving(cluster.gateway, "mogames.players.v1.Players")
+            world = World(cluster.gateway, players_pb2_grpc.PlayersStub(cluster.gateway))
+            games = GameClient(cluster.gateway, "more")
+            signed = [await sign_in(world, name) for name in ("Ann", "Ben", "Cid")]
+            created = await games.create(3, seed=4, options={"max_rounds": 1})
+            seats = {}
+            by_seat = {}
+            for player in signed:
+                joined = await games.join(created.match_id, player.id[:8], session=player.token)
+                seats[joined.seat], by_seat[joined.seat] = joined.token, player.id
+
+            async def never() -> bool:
+                return False
+
+            await play_humans(games, created.match_id, seats, never, moves=5000)
+    history = await MatchStore(client, "more").history(created.match_id)
+    rounds = [e.body["round_ended"]["result"] for e in history if "round_ended" in e.body]
+    assert len(rounds) == 1
+    solo = int(rounds[0]["solo"])
+    pair = [seat for seat in range(3) if seat != solo]
+    ended = [
+        {k.decode(): v.decode() for k, v in fields.items()}
+        for _, fields in await client.xrange(keys.activity("more"))
+        if fields[b"notice"] == b"match_ended"
+    ]
+    assert len(ended) == 1
+    scores, winners = json.loads(ended[0]["scores"]), json.loads(ended[0]["winners"])
+    place = [(0 if seat in winners else 1, -scores[seat]) for seat in range(3)]
+    sides = [[solo], pair]
+    side_keys = [min(place[s] for s in side) for side in sides]
+    model = PlackettLuce()
+    ranks = [float(1 + sum(o < k for o in side_keys)) for k in side_keys]
+    rated = model.rate([[model.rating()], [model.rating(), model.rating()]], ranks=ranks)
+    expected = {by_seat[solo]: rated[0][0], by_seat[pair[0]]: rated[1][0], by_seat[pair[1]]: rated[1][1]}
+    ladders = Ladders(client)
+
+    async def rated_all() -> bool:
+        counted = [(await ladders.rating("more", p)).matches for p in by_seat.values()]
+        return counted == [1, 1, 1]
+
+    await wait_until(rated_all, "the More match rated", 30)
+    for player, skill in expected.items():
+        rating = await ladders.rating("more", player)
+        assert (rating.skill.mu, rating.skill.sigma) == (skill.mu, skill.sigma)
+    # The Pair's partners moved together: one side of the match.
+    first, second = [await ladders.rating("more", by_seat[s]) for s in pair]
+    assert first.skill == second.skill

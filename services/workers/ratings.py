@@ -6,8 +6,9 @@ Pure: no Redis here (services.workers.ladders stores what this computes).
   equal scores tie.
 - Only seats bound to a player are rated, among themselves: bots and anonymous seats are
   left out of the computation (a match with fewer than two rated players moves nobody).
-- Teams: when the entry's table facts name ``teams`` (lists of seats, e.g. More's Pair as one
-  team of two against the Solo), each team is rated as one side, placed by its best seat.
+- Teams: when the entry's table facts name ``teams`` (lists of seats), or for a More match of
+  a single round (its Pair as one team of two against the Solo: ``one_round_teams``), each
+  team is rated as one side, placed by its best seat.
 - Abandoned matches (and any entry but a FINISHED match_ended) are not rated.
 """
 
@@ -66,6 +67,17 @@ def _sides(entry: ActivityEntry, seats: dict[int, str]) -> list[list[int]]:
         return [[seat] for seat in sorted(seats)]
     sides = [[int(s) for s in team if int(s) in seats] for team in teams]
     return [side for side in sides if side]
+
+
+def one_round_teams(round_results: list[dict[str, Any]]) -> list[list[int]]:
+    """More: the sides of a match that was a single round (its ``round_ended`` results, in
+    order), the Solo alone against the Pair; [] for a longer match, whose Solo changed from
+    round to round, and which is then rated seat by seat."""
+    if not round_results or int(round_results[-1].get("round", 0)) != 1:
+        return []
+    solo = int(round_results[-1].get("solo", 0))
+    seats = len(round_results[-1].get("totals", [])) or 3
+    return [[solo], [seat for seat in range(seats) if seat != solo]]
 
 
 def ranks(keys: list[tuple[int, int]]) -> list[int]:

@@ -6,13 +6,16 @@ replaying the game's results in the order they were committed.
 
 from __future__ import annotations
 
+import dataclasses
+
 import structlog
 
+from services.runtime.store import MatchStore
 from services.workers import worker_metrics
 from services.workers.activity import ActivityEntry
 from services.workers.consumer import ConsumerSettings
 from services.workers.ladders import ALREADY, APPLIED, Ladders
-from services.workers.ratings import is_rated, ladder_of, rate, rated_players
+from services.workers.ratings import is_rated, ladder_of, one_round_teams, rate, rated_players
 
 log = structlog.get_logger("ratings")
 
@@ -21,13 +24,19 @@ GROUP = "ratings"
 MAX_RACES = 50
 
 
+# The game whose single-round matches are rated as teams (its Pair against its Solo).
+TEAM_GAME = "more"
+
+
 class RatingsWorker:
     def __init__(self, ladders: Ladders) -> None:
         self.ladders = ladders
+        self._team_game = MatchStore(ladders.redis, TEAM_GAME)
 
     async def handle(self, entry: ActivityEntry) -> None:
         if not is_rated(entry):
             return
+        entry = await self._with_teams(entry)
         ladder = ladder_of(entry)
         players = list(rated_players(entry).values())
         for _ in range(MAX_RACES):
@@ -44,6 +53,16 @@ class RatingsWorker:
             if outcome == ALREADY:
                 return
         raise RuntimeError(f"ratings of match {entry.match_id} kept moving under it; left pending")
+
+    async def _with_teams(self, entry: ActivityEntry) -> ActivityEntry:
+        """A More match's sides, read from its last commit's round results (the match's
+        history; a match already expired from Redis is rated seat by seat)."""
+        if entry.game != TEAM_GAME or entry.table.get("teams"):
+            return entry
+        events = await self._team_game.events_of_version(entry.match_id, entry.version)
+        results = [e.body["round_ended"]["result"] for e in events if "round_ended" in e.body]
+        teams = one_round_teams(results)
+        return dataclasses.replace(entry, table={**entry.table, "teams": teams}) if teams else entry
 
 
 def consumer_settings(consumer: str, claim_idle_ms: int, claim_every_ms: int) -> ConsumerSettings:
