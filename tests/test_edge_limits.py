@@ -111,6 +111,40 @@ async def test_waiting_matches_per_client_are_capped_until_one_fills(redis_url):
         assert (await create()).match_id
 
 
+async def test_matches_started_by_bots_do_not_count_as_waiting(redis_url):
+    async with limited_system(redis_url, max_waiting_per_client=10) as channel:
+        client = GameClient(channel, "happy_mochi")
+        creator = _as(f"creator-{uuid.uuid4().hex}")
+
+        async def create(**table: object) -> common_pb2.Match:
+            request = client.pb2.CreateMatchRequest(players=2, table=common_pb2.TableOptions(**table))
+            match: common_pb2.Match = await client.stub.CreateMatch(request, metadata=creator, timeout=10)
+            return match
+
+        # Ten started by AddBot after the creator's own join, and ten made of bots only.
+        for _ in range(10):
+            match = await create()
+            await client.stub.JoinMatch(
+                common_pb2.JoinMatchRequest(match_id=match.match_id, player_name="host"),
+                metadata=creator,
+                timeout=10,
+            )
+            added = await client.stub.AddBot(
+                common_pb2.AddBotRequest(match_id=match.match_id), metadata=creator, timeout=10
+            )
+            assert added.status == common_pb2.IN_PROGRESS
+        for _ in range(10):
+            assert (await create(bot_seats=[0, 1])).status == common_pb2.IN_PROGRESS
+        # None of them waits: ten that do fit, the eleventh does not.
+        waiting = [await create() for _ in range(10)]
+        assert all(m.status == common_pb2.WAITING_FOR_PLAYERS for m in waiting)
+        refused = await refusal(create())
+        assert (refused.code, refused.reason) == (
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "too_many_waiting_matches",
+        )
+
+
 async def test_join_match_has_a_budget_too(redis_url):
     async with limited_system(redis_url, join_per_window=3) as channel:
         client = GameClient(channel, "happy_mochi")

@@ -114,7 +114,8 @@ def client_named(
 class ClientBudgets:
     """Per-client rate limits on CreateMatch/JoinMatch and a cap on waiting matches."""
 
-    METHODS = ("CreateMatch", "JoinMatch")
+    # AddBot has no budget of its own: its answer only tells the cap a match stopped waiting.
+    METHODS = ("CreateMatch", "JoinMatch", "AddBot")
 
     def __init__(self, client: RedisClient, settings: ServiceSettings) -> None:
         self.redis = client
@@ -138,7 +139,7 @@ class ClientBudgets:
         A CreateMatch also takes one of the client's waiting-match places at once (the
         returned reservation), so calls racing each other cannot all see room for one
         more: ``answered`` swaps it for the match, ``release`` gives it back."""
-        limit = self.per_window[method]
+        limit = self.per_window.get(method, 0)
         if limit:
             now = time.time()
             over_until = self._over.get((method, client), 0.0)
@@ -197,11 +198,15 @@ class ClientBudgets:
             await self.redis.zrem(keys.client_waiting(client), reservation)
 
     async def answered(self, method: str, client: str, response: Any, reservation: str | None = None) -> None:
-        """Keep the waiting-match count: the created match takes its reservation's place,
-        and a match that started stops counting for its creator."""
+        """Keep the waiting-match count, which counts only matches still waiting for players:
+        a created match that waits takes its reservation's place (one its bots filled at
+        creation gives it back), and a match that a join or a bot started stops counting for
+        its creator."""
         if not self.max_waiting:
             return
-        if method == "CreateMatch":
+        if method == "CreateMatch" and response.status != common_pb2.WAITING_FOR_PLAYERS:
+            await self.release(client, reservation)
+        elif method == "CreateMatch":
             match_id = response.match_id
             waiting = keys.client_waiting(client)
             async with self.redis.pipeline(transaction=True) as pipe:
@@ -211,8 +216,11 @@ class ClientBudgets:
                 pipe.expire(waiting, self.waiting_ttl_s)
                 await pipe.execute()
             await self.redis.set(keys.match_creator(match_id), client, ex=self.waiting_ttl_s)
-        elif method == "JoinMatch" and response.match.status != common_pb2.WAITING_FOR_PLAYERS:
-            match_id = response.match.match_id
+        elif method in ("JoinMatch", "AddBot"):
+            match = response.match if method == "JoinMatch" else response
+            if match.status == common_pb2.WAITING_FOR_PLAYERS:
+                return
+            match_id = match.match_id
             creator = await self.redis.getdel(keys.match_creator(match_id))
             if creator is not None:
                 await self.redis.zrem(keys.client_waiting(text(creator)), match_id)
