@@ -61,7 +61,8 @@ def search(
     started = time.process_time()
     rng = random.Random(seed)
     first = adapter.determinize(view, seat, rng, history=history)
-    moves: list[JsonDict] = first.legal_moves(seat)
+    narrow = getattr(adapter, "candidate_moves", None)
+    moves: list[JsonDict] = narrow(first, seat, rng) if narrow is not None else first.legal_moves(seat)
     if not moves:
         raise ValueError(f"seat {seat} has no move to make in this view")
     if len(moves) == 1:

@@ -30,11 +30,16 @@ class Position:
         return seat_information(self.state, self.seat, self.events)
 
 
+# Options that give a game something to hide where its default match hides nothing from a seat
+# that remembers the events (Morisi's blocks are taken and paid in public): used on odd seeds.
+HIDING_OPTIONS: dict[str, JsonDict] = {"morisi": {"prediction": True}}
+
+
 def positions(game: str, players: int, seed: int, every: int = 7, limit: int = 400) -> list[Position]:
     """Positions along one match played by a mix of random and policy moves: one every
-    ``every`` steps, up to ``limit`` steps or the end."""
+    ``every`` steps, up to ``limit`` steps or the end (odd seeds with ``HIDING_OPTIONS``)."""
     rules = rules_module(game)
-    state = rules.State.new(players, seed, {})
+    state = rules.State.new(players, seed, HIDING_OPTIONS.get(game, {}) if seed % 2 else {})
     events = list(state.opening_events())
     rng = random.Random(seed)
     found: list[Position] = []
