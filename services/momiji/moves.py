@@ -8,7 +8,7 @@ the state, so a refused move changes nothing.
 from __future__ import annotations
 
 import itertools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from services.engine import Event, JsonDict, MalformedMove, NotYourTurn, RuleViolation, split_move
 from services.momiji.cards import (
@@ -45,9 +45,7 @@ from services.momiji.cards import (
     cvalue,
     sort_key,
 )
-
-if TYPE_CHECKING:
-    from services.momiji.rules import State
+from services.momiji.table import Table
 
 DRAFT, MAIN, COLLECT, PLAYING, TEMPLE, RAIN, LIMIT, OVER = (
     "PHASE_DRAFT",
@@ -96,7 +94,7 @@ PHASE_WORDS = {
 # --------------------------------------------------------------------------- parsing
 
 
-def parse_move(s: State, move: Any) -> tuple[str, dict[str, Any]]:
+def parse_move(s: Table, move: Any) -> tuple[str, dict[str, Any]]:
     """(kind, fields) with enums turned into type indices / names; MalformedMove if not well formed."""
     kind, body = split_move(move, MOVE_FIELDS)
     spec = MOVE_FIELDS[kind]
@@ -119,7 +117,7 @@ def parse_move(s: State, move: Any) -> tuple[str, dict[str, Any]]:
     return kind, out
 
 
-def _card(s: State, value: Any, where: str) -> int:
+def _card(s: Table, value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < s.types * CARDS_PER_TYPE:
         raise MalformedMove(where, f"{value!r} is not a card id (0-{s.types * CARDS_PER_TYPE - 1})")
     return value
@@ -137,7 +135,7 @@ def _enum(value: Any, names: tuple[str, ...], where: str, what: str) -> int:
 # --------------------------------------------------------------------------- legal moves
 
 
-def legal_moves(s: State, seat: int) -> list[JsonDict]:
+def legal_moves(s: Table, seat: int) -> list[JsonDict]:
     phase = s.phase
     hand = s.hands[seat]
     if phase == DRAFT:
@@ -182,12 +180,12 @@ def legal_moves(s: State, seat: int) -> list[JsonDict]:
     return moves
 
 
-def _collect_moves(s: State) -> list[JsonDict]:
+def _collect_moves(s: Table) -> list[JsonDict]:
     present = sorted({ctype(c) for c in s.display})
     return [{"collect": {"type": LEAF_NAMES[t]}} for t in present]
 
 
-def _power_moves(s: State, seat: int, p: str) -> list[JsonDict]:
+def _power_moves(s: Table, seat: int, p: str) -> list[JsonDict]:
     hand = s.hands[seat]
     if p in (MOUNTAIN_PATH, TEMPLE_BELL):
         return [{"use_power": {"power": p}}] if s.deck else []
@@ -209,7 +207,7 @@ def _power_moves(s: State, seat: int, p: str) -> list[JsonDict]:
 # --------------------------------------------------------------------------- apply
 
 
-def apply_move(s: State, seat: int, move: JsonDict) -> list[Event]:
+def apply_move(s: Table, seat: int, move: JsonDict) -> list[Event]:
     kind, args = parse_move(s, move)
     if seat not in s.active_seats():
         raise NotYourTurn(seat)
@@ -218,32 +216,32 @@ def apply_move(s: State, seat: int, move: JsonDict) -> list[Event]:
     return events
 
 
-def _phase(s: State, kind: str, *phases: str) -> None:
+def _phase(s: Table, kind: str, *phases: str) -> None:
     if s.phase not in phases:
         raise RuleViolation("wrong_phase", f"{kind} is not possible now: {PHASE_WORDS[s.phase]}")
 
 
-def _main_action(s: State) -> None:
+def _main_action(s: Table) -> None:
     if s.phase == MAIN and s.main_done:
         raise RuleViolation("one_main_action", "you have already taken your main action this turn")
 
 
-def _in_hand(s: State, seat: int, card: int) -> None:
+def _in_hand(s: Table, seat: int, card: int) -> None:
     if card not in s.hands[seat]:
         raise RuleViolation("card_not_in_hand", f"{card_words(card)} is not in your hand")
 
 
-def _in_display(s: State, card: int) -> None:
+def _in_display(s: Table, card: int) -> None:
     if card not in s.display:
         raise RuleViolation("card_not_in_display", f"{card_words(card)} is not in the display")
 
 
-def _acorns(s: State, seat: int, need: int, what: str) -> None:
+def _acorns(s: Table, seat: int, need: int, what: str) -> None:
     if s.acorns[seat] < need:
         raise RuleViolation("not_enough_acorns", f"{what} costs {need} acorn(s); you have {s.acorns[seat]}")
 
 
-def _placeable(s: State, seat: int, card: int) -> None:
+def _placeable(s: Table, seat: int, card: int) -> None:
     problem = s.place_problem(seat, card, s.bamboo)
     if problem is not None:
         raise RuleViolation(*problem)
@@ -255,7 +253,7 @@ def _drawn(seat: int, cards: list[int]) -> list[Event]:
     return [public, Event({"cards_drawn": secret}, to=(seat,))]
 
 
-def _place(s: State, seat: int, card: int, moss: bool) -> Event:
+def _place(s: Table, seat: int, card: int, moss: bool) -> Event:
     s.hands[seat].remove(card)
     s.stacks[seat][ctype(card)].append(card)
     s.bamboo = False
@@ -265,7 +263,7 @@ def _place(s: State, seat: int, card: int, moss: bool) -> Event:
     )
 
 
-def _do_draft_power(s: State, seat: int, power: str) -> list[Event]:
+def _do_draft_power(s: Table, seat: int, power: str) -> list[Event]:
     _phase(s, "draft_power", DRAFT)
     if power in s.landscapes[seat]:
         raise RuleViolation("power_already_chosen", f"{POWER_WORDS[power]} is already in your landscape")
@@ -278,7 +276,7 @@ def _do_draft_power(s: State, seat: int, power: str) -> list[Event]:
     return [Event({"power_drafted": {"seat": seat, "power": power}})]
 
 
-def _do_collect(s: State, seat: int, type: int) -> list[Event]:
+def _do_collect(s: Table, seat: int, type: int) -> list[Event]:
     _phase(s, "collect", MAIN, COLLECT)
     _main_action(s)
     if not any(ctype(c) == type for c in s.display):
@@ -291,7 +289,7 @@ def _do_collect(s: State, seat: int, type: int) -> list[Event]:
     return [Event({"collected": body}), *s.refill_display(seat)]
 
 
-def _do_reveal(s: State, seat: int) -> list[Event]:
+def _do_reveal(s: Table, seat: int) -> list[Event]:
     _phase(s, "reveal", MAIN)
     _main_action(s)
     _acorns(s, seat, REVEAL_COST, "revealing 4 more cards")
@@ -305,7 +303,7 @@ def _do_reveal(s: State, seat: int) -> list[Event]:
     return [*events, Event({"display_added": body})]
 
 
-def _do_place_card(s: State, seat: int, card: int) -> list[Event]:
+def _do_place_card(s: Table, seat: int, card: int) -> list[Event]:
     _phase(s, "place_card", MAIN, PLAYING)
     _main_action(s)
     _in_hand(s, seat, card)
@@ -319,7 +317,7 @@ def _do_place_card(s: State, seat: int, card: int) -> list[Event]:
     return [_place(s, seat, card, moss=False)]
 
 
-def _do_finish_play(s: State, seat: int) -> list[Event]:
+def _do_finish_play(s: Table, seat: int) -> list[Event]:
     _phase(s, "finish_play", PLAYING)
     mixed = len(set(s.play_types)) >= 2
     pairs = s.acorn_pairs(seat) if mixed else 0
@@ -336,7 +334,7 @@ def _do_finish_play(s: State, seat: int) -> list[Event]:
     return events
 
 
-def _do_activate_goal(s: State, seat: int, goal: str) -> list[Event]:
+def _do_activate_goal(s: Table, seat: int, goal: str) -> list[Event]:
     _phase(s, "activate_goal", MAIN)
     _main_action(s)
     if goal not in s.goals:
@@ -351,7 +349,7 @@ def _do_activate_goal(s: State, seat: int, goal: str) -> list[Event]:
     return [*events, Event({"goal_activated": {"seat": seat, "goal": goal}})]
 
 
-def _do_discard_for_acorn(s: State, seat: int, cards: list[int]) -> list[Event]:
+def _do_discard_for_acorn(s: Table, seat: int, cards: list[int]) -> list[Event]:
     if len(cards) != 2 or cards[0] == cards[1]:
         raise MalformedMove("move.discard_for_acorn.cards", "name exactly two different cards")
     _phase(s, "discard_for_acorn", MAIN)
@@ -367,7 +365,7 @@ def _do_discard_for_acorn(s: State, seat: int, cards: list[int]) -> list[Event]:
     return [Event({"cards_discarded": body}), s.gain(seat, DISCARD_GAIN, "ACORN_REASON_DISCARD")]
 
 
-def _power_check(s: State, seat: int, power: str) -> None:
+def _power_check(s: Table, seat: int, power: str) -> None:
     _phase(s, POWER_MOVES.get(power, "use_power"), MAIN)
     if s.power_used:
         raise RuleViolation("power_once_per_turn", "you may use one landscape power per turn")
@@ -378,7 +376,7 @@ def _power_check(s: State, seat: int, power: str) -> None:
     _acorns(s, seat, POWER_COST, "a landscape power")
 
 
-def _power_pay(s: State, seat: int, power: str) -> list[Event]:
+def _power_pay(s: Table, seat: int, power: str) -> list[Event]:
     s.used[seat].append(power)
     s.power_used = True
     return [
@@ -387,7 +385,7 @@ def _power_pay(s: State, seat: int, power: str) -> list[Event]:
     ]
 
 
-def _do_use_power(s: State, seat: int, power: str) -> list[Event]:
+def _do_use_power(s: Table, seat: int, power: str) -> list[Event]:
     if power in POWER_MOVES:
         raise MalformedMove("move.use_power.power", f"{POWER_WORDS[power]} is used with {POWER_MOVES[power]}")
     _power_check(s, seat, power)
@@ -414,7 +412,7 @@ def _do_use_power(s: State, seat: int, power: str) -> list[Event]:
     return events
 
 
-def _do_stone_lantern(s: State, seat: int, card: int) -> list[Event]:
+def _do_stone_lantern(s: Table, seat: int, card: int) -> list[Event]:
     _power_check(s, seat, STONE_LANTERN)
     _in_display(s, card)
     events = _power_pay(s, seat, STONE_LANTERN)
@@ -424,7 +422,7 @@ def _do_stone_lantern(s: State, seat: int, card: int) -> list[Event]:
     return events
 
 
-def _do_koi_pond(s: State, seat: int, hand_card: int, display_card: int) -> list[Event]:
+def _do_koi_pond(s: Table, seat: int, hand_card: int, display_card: int) -> list[Event]:
     _power_check(s, seat, KOI_POND)
     _in_hand(s, seat, hand_card)
     _in_display(s, display_card)
@@ -436,7 +434,7 @@ def _do_koi_pond(s: State, seat: int, hand_card: int, display_card: int) -> list
     return [*events, Event({"cards_swapped": body})]
 
 
-def _do_moss_garden(s: State, seat: int, card: int) -> list[Event]:
+def _do_moss_garden(s: Table, seat: int, card: int) -> list[Event]:
     _power_check(s, seat, MOSS_GARDEN)
     _in_hand(s, seat, card)
     _placeable(s, seat, card)
@@ -444,7 +442,7 @@ def _do_moss_garden(s: State, seat: int, card: int) -> list[Event]:
     return [*events, _place(s, seat, card, moss=True)]
 
 
-def _do_pagoda(s: State, seat: int, type: int) -> list[Event]:
+def _do_pagoda(s: Table, seat: int, type: int) -> list[Event]:
     _power_check(s, seat, PAGODA)
     st = s.stacks[seat][type]
     if not st:
@@ -457,7 +455,7 @@ def _do_pagoda(s: State, seat: int, type: int) -> list[Event]:
     return [*events, Event({"stack_card_removed": {"seat": seat, "card": card_dict(card)}})]
 
 
-def _do_temple_bell_choose(s: State, seat: int, keep: int, back_on_top: list[int]) -> list[Event]:
+def _do_temple_bell_choose(s: Table, seat: int, keep: int, back_on_top: list[int]) -> list[Event]:
     _phase(s, "temple_bell_choose", TEMPLE)
     if keep not in s.peek:
         raise RuleViolation("card_not_peeked", f"{card_words(keep)} is not among the Temple Bell cards")
@@ -472,7 +470,7 @@ def _do_temple_bell_choose(s: State, seat: int, keep: int, back_on_top: list[int
     return [*_drawn(seat, [keep]), returned]
 
 
-def _do_discard_card(s: State, seat: int, card: int) -> list[Event]:
+def _do_discard_card(s: Table, seat: int, card: int) -> list[Event]:
     _phase(s, "discard_card", RAIN, LIMIT)
     _in_hand(s, seat, card)
     s.hands[seat].remove(card)
@@ -488,7 +486,7 @@ def _do_discard_card(s: State, seat: int, card: int) -> list[Event]:
     return events
 
 
-def _do_end_turn(s: State, seat: int) -> list[Event]:
+def _do_end_turn(s: Table, seat: int) -> list[Event]:
     _phase(s, "end_turn", MAIN)
     if not s.main_done and s.main_possible(seat):
         raise RuleViolation(

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from services.engine import JsonDict
-from services.more.cards import biriba_bonus, meld_points, points
-
-if TYPE_CHECKING:
-    from services.more.rules import State
+from services.more.cards import Meld, biriba_bonus, meld_points, points
 
 PLAYERS = 3
 GO_OUT_BONUS = 100
@@ -16,7 +13,19 @@ MORE_PENALTY = 100
 SOLO_BONUS = 150
 
 
-def score_round(s: State, went_out: int) -> JsonDict:
+class Table(Protocol):
+    """What scoring reads of a ``rules.State`` (a Protocol, so this module needs not import
+    the rules that import it)."""
+
+    hands: list[list[int]]
+    melds: list[Meld]
+    more_state: dict[str, str]
+    round: int
+    solo: int
+    totals: list[int]
+
+
+def score_round(s: Table, went_out: int) -> JsonDict:
     """The RoundResult of the table in state ``s`` (``went_out``: that seat went out, -1 for none).
 
     Per seat: the side's pooled meld points and biriba bonuses, +100 to the one who went out, minus

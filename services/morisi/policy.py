@@ -10,16 +10,27 @@ two empty tiles for ever.
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from services.engine import JsonDict, NotYourTurn
 from services.morisi.board import DIRECTIONS
 
-if TYPE_CHECKING:
-    from services.morisi.rules import State
+
+class Board(Protocol):
+    """What the policy reads of a ``rules.State`` (a Protocol, so this module needs not import
+    the rules that import it)."""
+
+    tiles: tuple[Mapping[str, Any], ...]
+    at: dict[tuple[int, int], int]
+    blocks: list[int]
+    pawns: list[int]
+    phase: str
+
+    def legal_moves(self, seat: int) -> list[JsonDict]: ...
 
 
-def timeout_move(state: State, seat: int) -> JsonDict:
+def timeout_move(state: Board, seat: int) -> JsonDict:
     """``end_turn`` in the build phase (pending sticks return); a pawn to place goes to the first
     tile with a block, one to move takes the first step of a shortest way to the nearest tile with a
     block; a prediction names the first city not yet in it."""
@@ -39,7 +50,7 @@ def timeout_move(state: State, seat: int) -> JsonDict:
     return moves[0]
 
 
-def step_towards_a_block(state: State, seat: int, first_steps: list[int]) -> int:
+def step_towards_a_block(state: Board, seat: int, first_steps: list[int]) -> int:
     """The first of ``first_steps`` (the pawn's destinations, in tile order) on a shortest way to a
     tile with a block, the other pawns standing still; the first step if no such tile is in reach.
 

@@ -7,12 +7,40 @@ prediction. Everyone's predictions only once the game is over. Never: the seed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from services.morisi.scoring import house_supply, scoring_cities, top_count
 
-if TYPE_CHECKING:
-    from services.morisi.rules import State
+
+class Board(Protocol):
+    """What the observer reads of a ``rules.State`` (a Protocol, so this module needs not
+    import the rules that import it)."""
+
+    players: int
+    options: dict[str, Any]
+    blocks: list[int]
+    box: list[int]
+    spent: list[int]
+    hands: list[list[int]]
+    pawns: list[int]
+    sticks: list[list[int]]
+    pending: list[list[int]]
+    predictions: list[list[int]]
+    phase: str
+    turn: int
+    start: int
+    turn_no: int
+    end_reason: str
+    cities: list[int]
+    tile_rows: list[tuple[int, int, int, str, bool]]
+
+    def house_points(self, seat: int, extra: list[list[int]] | None = None) -> dict[int, int]: ...
+
+    def city_totals(self, points: list[dict[int, int]]) -> dict[int, int]: ...
+
+    def standings(
+        self, points: list[dict[int, int]] | None = None, totals: dict[int, int] | None = None
+    ) -> list[dict[str, int]]: ...
 
 
 def stick_dict(stick: list[int]) -> dict[str, int]:
@@ -21,7 +49,7 @@ def stick_dict(stick: list[int]) -> dict[str, int]:
     return {"seat": seat, "a": a, "b": b, "paid": paid, "cost": cost}
 
 
-def observe(state: State, seat: int | None) -> dict[str, Any]:
+def observe(state: Board, seat: int | None) -> dict[str, Any]:
     """The View message fields from 10 on."""
     points = [state.house_points(s) for s in range(state.players)]
     totals = state.city_totals(points)
