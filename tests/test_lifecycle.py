@@ -89,3 +89,35 @@ async def test_client_seeds_can_be_refused(redis_url):
     facts = await service.create_match(3, None, {"first_player": 0})
     assert facts.status == "WAITING_FOR_PLAYERS"
     await client.aclose()
+
+
+async def test_a_match_still_going_at_the_move_cap_ends_abandoned(redis_url):
+    settings = dataclasses.replace(service_settings("mori", redis_url), max_moves=5)
+    client = connect(redis_url)
+    service = MatchService(rules_module("mori"), MatchStore(client, "mori"), settings)
+    facts = await service.create_match(3, 5, {})
+    tokens = {}
+    for name in ("a", "b", "c"):
+        joined = await service.join_match(facts.match_id, name)
+        tokens[joined.seat] = joined.token
+    answers = []
+    for _ in range(5):
+        match = await service.get_match(facts.match_id)
+        seat = match.active_seats[0]
+        moves, version = await service.legal_moves(facts.match_id, tokens[seat])
+        answers.append(await service.submit_move(facts.match_id, tokens[seat], moves[0], version, ""))
+    assert [a.status for a in answers] == [IN_PROGRESS] * 4 + [ABANDONED]
+    last = [e.body for e in answers[-1].events][-2:]
+    assert last[0] == {"match_abandoned": {"reason": "move_cap"}}
+    assert last[1]["match_ended"]["status"] == ABANDONED and last[1]["match_ended"]["winners"] == []
+    ended = await service.get_match(facts.match_id)
+    assert (ended.status, ended.version, ended.active_seats) == (ABANDONED, 5, [])
+    with pytest.raises(FailedPrecondition) as refused:
+        await service.submit_move(facts.match_id, tokens[seat], moves[0], None, "")
+    assert refused.value.reason == "match_over"
+    # The game's own cap, unless the settings set one.
+    assert (
+        MatchService(rules_module("mori"), service.store, service_settings("mori", redis_url)).max_moves
+        == 3000
+    )
+    await client.aclose()

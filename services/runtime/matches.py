@@ -20,6 +20,7 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
+from services.catalog import MOVE_CAPS
 from services.engine import Event, GameInfo, MoveError, NotYourTurn, RuleViolation
 from services.runtime import auth, keys, metrics
 from services.runtime.activity import Activity, Pending
@@ -145,6 +146,7 @@ class MatchService:
         self.decode_state = StateDecoder(rules.State)
         self.hub = WatchHub(store, self.prompts, self.cached_record, self.remember)
         self.due = DueSet(store.redis, self.game.name)
+        self.max_moves = settings.max_moves or MOVE_CAPS[self.game.name]
         self.activity = Activity(store.redis, self.game.name, settings.game_stream_maxlen)
 
     # -- reading ---------------------------------------------------------------------
@@ -689,6 +691,11 @@ class MatchService:
             record.status = FINISHED
             ended = {"status": FINISHED, "scores": list(state.scores()), "winners": list(state.winners())}
             bodies.append(({"match_ended": ended}, None))
+        elif record.version >= self.max_moves:
+            # A match still going after its game's move cap loops: it ends without a result.
+            record.status = ABANDONED
+            ended = {"status": ABANDONED, "scores": list(state.scores()), "winners": []}
+            bodies += [({"match_abandoned": {"reason": "move_cap"}}, None), ({"match_ended": ended}, None)]
         record.state = encode_state(state)
         record.updated_at = self.clock()
         record.event_seq = len(bodies)

@@ -197,6 +197,9 @@ class ServiceSettings:
     # Start-up waits this long for a Redis it cannot reach (one still loading its data is
     # waited for until it is done), then stops with one line.
     redis_wait_s: int = 30
+    # Moves after which a match still going ends ABANDONED ("move_cap"); 0 = the game's
+    # own cap (services/catalog.py, MOVE_CAPS).
+    max_moves: int = 0
 
     @classmethod
     def from_env(cls, game: str | None = None) -> ServiceSettings:
@@ -235,6 +238,7 @@ class ServiceSettings:
             spectators=_bool("MOGAMES_SPECTATORS", True),
             heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 15, minimum=1),
             redis_wait_s=_int("MOGAMES_REDIS_WAIT_S", 30),
+            max_moves=_int("MOGAMES_MAX_MOVES", 0),
         )
 
 
