@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 
@@ -44,7 +45,7 @@ async def build(settings: PlayersSettings) -> PlayersService:
     await wait_until_ready(client, settings.redis_url, settings.redis_wait_s)
     limits = settings.limits
     if limits.max_string < MAX_STRING:
-        limits = type(limits)(**{**limits.__dict__, "max_string": MAX_STRING})
+        limits = dataclasses.replace(limits, max_string=MAX_STRING)
     server = serving.new_server(limits, connection_age_s=settings.max_connection_age_s)
     servicer = PlayersServicer(client, settings)
     servicer.add_to_server(server)
