@@ -413,3 +413,23 @@ async def test_every_stream_of_a_player_shares_one_subscription(world, redis_cli
         return await subscriptions() == 0
 
     await wait_until(released, "the subscription given back", 10)
+
+
+async def test_lifecycle_commits_are_told_a_leave_that_abandons_ends_the_match_for_everyone(
+    world, redis_client
+):
+    client = GameClient(world.gateway, "mori")
+    ann, ben = await sign_in(world, "Ann"), await sign_in(world, "Ben")
+    async with watching(ann), watching(ben):
+        created = await client.create(3, table={"on_leave": "SEAT_POLICY_ABANDON", "bot_seats": [2]})
+        joined = await client.join(created.match_id, "Ann", session=ann.token)
+        await client.join(created.match_id, "Ben", session=ben.token)
+        await wait_until(lambda: _notice(ben, "match_started", created.match_id), "started", 10)
+        await client.leave(created.match_id, joined.token)
+        for player in (ann, ben):
+            await wait_until(lambda p=player: _notice(p, "match_ended", created.match_id), "ended told", 10)
+            ended = player.told("match_ended", created.match_id)[0]
+            assert ended.match.match.status == common_pb2.ABANDONED and not ended.match.your_turn
+    entries = await activity_of(redis_client, "mori", created.match_id)
+    assert [e["status"] for e in entries if e["notice"] == "match_ended"] == ["ABANDONED"]
+    assert (await ben.my_match(created.match_id)).match.status == common_pb2.ABANDONED
