@@ -54,7 +54,9 @@ $(WEB_PAGE): $(WEB_GEN) $(WEB_SOURCES)
 run: install web
 	$(BIN)/python -m deploy.local
 
+# nginx, chromium and kubectl are needed too: missing ones are named in one line, at once.
 test: install web
+	@$(BIN)/python -m deploy.tools
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install

@@ -131,13 +131,37 @@ def to_service_error(error: Exception) -> ServiceError | None:
         return InvalidArgument(str(error), field=error.rule)
     # The cluster ones: a failover in progress, a slot without a master for a moment.
     store_down = (ClusterDownError, SlotNotCoveredError, TryAgainError)
-    if isinstance(error, (RedisConnectionError, RedisTimeoutError, *store_down)):
+    if isinstance(error, (RedisConnectionError, RedisTimeoutError, *store_down)) or _lost_connection(error):
         # A commit is one script, applied whole or not at all: retrying the same request_id is
         # safe whichever happened.
         return Unavailable("match store unavailable, retry with the same request_id")
     if isinstance(error, grpc.aio.AioRpcError):
         return _from_backend(error)
     return None
+
+
+def _lost_connection(error: Exception) -> bool:
+    """A write on a connection closed under it: during a Redis Cluster failover redis-py's
+    cluster client closes a failed node's connections, also under a command still using
+    one, and the event loop (uvloop, asyncio alike) refuses the write with this
+    RuntimeError."""
+    return isinstance(error, RuntimeError) and str(error).startswith("unable to perform operation on")
+
+
+def stream_cut(error: grpc.aio.AioRpcError) -> bool:
+    """gRPC's own client-side status for a stream the server ended while this side was
+    still writing to it (the server's status is lost): a cut, not a refusal."""
+    return error.code() == grpc.StatusCode.INTERNAL and error.details() == "Internal error from Core"
+
+
+def resume_elsewhere(message: str) -> Unavailable:
+    """A stream cut by its replica (stopping, or gone): open it again, after the last event
+    received; it resumes on another replica."""
+    return Unavailable(message, "stream_cut", RESUME_AFTER_S)
+
+
+# How soon a client whose stream was cut should open it again.
+RESUME_AFTER_S = 0.1
 
 
 # A call the gateway made to a game service on a client's behalf (the lobby's): a replica
@@ -150,6 +174,8 @@ _BACKEND_REFUSALS = {
 
 
 def _from_backend(error: grpc.aio.AioRpcError) -> ServiceError | None:
+    if stream_cut(error):
+        return resume_elsewhere("the game service ended the call (it may be stopping): retry")
     code = error.code()
     details = clip(error.details() or "")
     reason, retry_after_s = _backend_details(error)

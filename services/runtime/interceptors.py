@@ -13,15 +13,17 @@ that call alone.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import grpc
 import structlog
 
 from services.runtime import metrics
-from services.runtime.errors import clip, invalid_request, to_service_error, to_status
+from services.runtime.errors import clip, invalid_request, resume_elsewhere, to_service_error, to_status
 from services.runtime.limits import ClientBudgets, check_fields
 from services.runtime.settings import InputLimits
 
@@ -89,13 +91,123 @@ class _Call:
             self.seconds.observe(time.perf_counter() - started)
 
 
-def _unary(call: _Call, behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+class _Stream:
+    """One open stream: its task, whether it is handing a message to gRPC (suspended at its
+    ``yield``, where a cancellation would land in gRPC's code, not ours), whether it was
+    told to hand over, and whether it is ending so."""
+
+    __slots__ = ("ending", "handed", "task", "yielding")
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        self.task = task
+        self.yielding = False
+        self.handed = False
+        self.ending = False
+
+
+class HandOver(Exception):
+    """Raised in a stream told to hand over, where it resumes after a message."""
+
+
+class OpenStreams:
+    """The calls a server holds, so that a stopping server can hand its streams over: each
+    is ended with UNAVAILABLE (``resume_elsewhere``), which tells its client to open it
+    again, on another replica, after the last event it received; and wait for its unary
+    calls to be answered."""
+
+    def __init__(self) -> None:
+        self._streams: dict[asyncio.Task[Any] | None, _Stream] = {}
+        self.draining = False
+        self.unary_in_flight = 0
+        self._idle: asyncio.Event | None = None
+
+    def enter(self) -> _Stream:
+        task = asyncio.current_task()
+        stream = self._streams[task] = _Stream(task)
+        return stream
+
+    def leave(self, stream: _Stream) -> None:
+        self._streams.pop(stream.task, None)
+        self.call_ended()
+
+    def drain(self) -> int:
+        """Tell every open stream to hand over (and any that starts after): one waiting
+        inside the handler is cancelled, one handing a message to gRPC stops once it is
+        handed. Called again, it cancels again those whose handler let the cancellation
+        pass. How many are not ending yet."""
+        self.draining = True
+        left = 0
+        for stream in self._streams.values():
+            if stream.ending:
+                continue
+            left += 1
+            stream.handed = True
+            if not stream.yielding and stream.task is not None:
+                stream.task.cancel()
+        return left
+
+    def cancelled_here(self) -> bool:
+        """Whether the current call's cancellation is drain()'s (not its client's)."""
+        stream = self._streams.get(asyncio.current_task())
+        if stream is None or not stream.handed:
+            return False
+        stream.ending = True
+        while stream.task is not None and stream.task.uncancel():
+            pass
+        return True
+
+    def call_ended(self) -> None:
+        if self._idle is not None and not self._streams and not self.unary_in_flight:
+            self._idle.set()
+
+    async def wait_idle(self, timeout_s: float) -> bool:
+        """Once no call is open (or ``timeout_s`` passed: False)."""
+        self._idle = asyncio.Event()
+        self.call_ended()
+        try:
+            await asyncio.wait_for(self._idle.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
+    async def handed_over(self, context: grpc.aio.ServicerContext, rpc: str) -> None:
+        message = f"{rpc}: this replica is stopping: open the stream again to resume"
+        status = to_status(resume_elsewhere(message))
+        await context.abort(status.code, status.details, status.trailing_metadata)
+
+
+async def _through(responses: AsyncIterator[Any], stream: _Stream | None) -> AsyncGenerator[Any, None]:
+    """``responses``, marking the stream as handing a message over while it is suspended
+    at the yield, and raising HandOver after one if it was told to hand over meanwhile."""
+    async for response in responses:
+        if stream is None:
+            yield response
+            continue
+        stream.yielding = True
+        try:
+            yield response
+        finally:
+            stream.yielding = False
+        if stream.handed:
+            stream.ending = True
+            raise HandOver
+
+
+def _handed_over(streams: OpenStreams | None) -> bool:
+    return streams is not None and streams.cancelled_here()
+
+
+def _unary(
+    call: _Call, behavior: Callable[..., Awaitable[Any]], streams: OpenStreams | None = None
+) -> Callable[..., Awaitable[Any]]:
     rpc = call.rpc
 
     async def handle(raw: Any, context: grpc.aio.ServicerContext) -> Any:
         structlog.contextvars.clear_contextvars()
         structlog.contextvars.bind_contextvars(rpc=rpc)
         started = time.perf_counter()
+        if streams is not None:
+            streams.unary_in_flight += 1
         try:
             request = call.request(raw)
             if call.budgets is None:
@@ -115,6 +227,9 @@ def _unary(call: _Call, behavior: Callable[..., Awaitable[Any]]) -> Callable[...
             await _abort(context, error, rpc, started)
             raise AssertionError("unreachable: abort raises") from error
         finally:
+            if streams is not None:
+                streams.unary_in_flight -= 1
+                streams.call_ended()
             call.done(context, started, timed=True)
         log.debug("rpc_ok", ms=round((time.perf_counter() - started) * 1000, 2))
         return response
@@ -122,7 +237,9 @@ def _unary(call: _Call, behavior: Callable[..., Awaitable[Any]]) -> Callable[...
     return handle
 
 
-def _stream(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+def _stream(
+    call: _Call, behavior: Callable[..., AsyncIterator[Any]], streams: OpenStreams | None = None
+) -> Callable[..., AsyncIterator[Any]]:
     rpc = call.rpc
     watches = metrics.watch_count(call.service) if rpc == "WatchMatch" else None
 
@@ -131,18 +248,32 @@ def _stream(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callabl
         structlog.contextvars.bind_contextvars(rpc=rpc)
         started = time.perf_counter()
         match_id = None
+        stream = streams.enter() if streams is not None else None
         try:
+            if streams is not None and streams.draining:
+                await streams.handed_over(context, rpc)
             request = call.request(raw)
             if watches is not None and call.decode is not None:
                 match_id = request.match_id
                 watches.opened(match_id)
-            async for response in behavior(request, context):
-                yield response
+            async with contextlib.aclosing(_through(behavior(request, context), stream)) as responses:
+                async for response in responses:
+                    yield response
         except grpc.aio.AbortError:
             raise
+        except asyncio.CancelledError:
+            if not _handed_over(streams):
+                raise
+            assert streams is not None
+            await streams.handed_over(context, rpc)
+        except HandOver:
+            assert streams is not None
+            await streams.handed_over(context, rpc)
         except Exception as error:
             await _abort(context, error, rpc, started)
         finally:
+            if streams is not None and stream is not None:
+                streams.leave(stream)
             if match_id is not None and watches is not None:
                 watches.closed(match_id)
             call.done(context, started, timed=False)
@@ -151,7 +282,9 @@ def _stream(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callabl
     return handle
 
 
-def _bidi(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[..., AsyncIterator[Any]]:
+def _bidi(
+    call: _Call, behavior: Callable[..., AsyncIterator[Any]], streams: OpenStreams | None = None
+) -> Callable[..., AsyncIterator[Any]]:
     """PlayMatch: every request message decoded and bounded as a unary request is; an
     error the handler lets out (an undecodable message among them) ends the stream with
     its status."""
@@ -176,14 +309,28 @@ def _bidi(call: _Call, behavior: Callable[..., AsyncIterator[Any]]) -> Callable[
                     watches.opened(request.watch.match_id)
                 yield request
 
+        stream = streams.enter() if streams is not None else None
         try:
-            async for response in behavior(requests(), context):
-                yield response
+            if streams is not None and streams.draining:
+                await streams.handed_over(context, rpc)
+            async with contextlib.aclosing(_through(behavior(requests(), context), stream)) as responses:
+                async for response in responses:
+                    yield response
         except grpc.aio.AbortError:
             raise
+        except asyncio.CancelledError:
+            if not _handed_over(streams):
+                raise
+            assert streams is not None
+            await streams.handed_over(context, rpc)
+        except HandOver:
+            assert streams is not None
+            await streams.handed_over(context, rpc)
         except Exception as error:
             await _abort(context, error, rpc, started)
         finally:
+            if streams is not None and stream is not None:
+                streams.leave(stream)
             if watches is not None and watched:
                 watches.closed(watched[0])
             call.done(context, started, timed=False)
@@ -196,6 +343,7 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):
     def __init__(self, limits: InputLimits | None = None, budgets: ClientBudgets | None = None) -> None:
         self.limits = limits
         self.budgets = budgets
+        self.streams = OpenStreams()
         # Method path -> the wrapped handler: built once, not on every call.
         self._handlers: dict[str, grpc.RpcMethodHandler | None] = {}
 
@@ -219,14 +367,14 @@ class ContextInterceptor(grpc.aio.ServerInterceptor):
         # decoding error can be answered as the client's mistake.
         if handler.unary_unary:
             return grpc.unary_unary_rpc_method_handler(
-                _unary(call, handler.unary_unary), None, handler.response_serializer
+                _unary(call, handler.unary_unary, self.streams), None, handler.response_serializer
             )
         if handler.unary_stream:
             return grpc.unary_stream_rpc_method_handler(
-                _stream(call, handler.unary_stream), None, handler.response_serializer
+                _stream(call, handler.unary_stream, self.streams), None, handler.response_serializer
             )
         if handler.stream_stream:
             return grpc.stream_stream_rpc_method_handler(
-                _bidi(call, handler.stream_stream), None, handler.response_serializer
+                _bidi(call, handler.stream_stream, self.streams), None, handler.response_serializer
             )
         return handler

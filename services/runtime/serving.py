@@ -10,6 +10,7 @@ import gc
 import signal
 import socket
 import sys
+import weakref
 from collections.abc import Awaitable, Callable
 
 import grpc
@@ -17,7 +18,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from services.runtime.interceptors import ContextInterceptor
+from services.runtime.interceptors import ContextInterceptor, OpenStreams
 from services.runtime.limits import ClientBudgets
 from services.runtime.metrics import MetricsPortError
 from services.runtime.redis_client import RedisStartupError
@@ -95,8 +96,9 @@ def new_server(
 
     Clients are asked to reconnect after ``connection_age_s`` (GOAWAY; calls in flight get
     as long again to finish), so a balancer spreads them over replicas started since."""
-    return grpc.aio.server(
-        interceptors=[ContextInterceptor(limits, budgets)],
+    interceptor = ContextInterceptor(limits, budgets)
+    server = grpc.aio.server(
+        interceptors=[interceptor],
         options=[
             ("grpc.so_reuseport", 0),
             ("grpc.max_receive_message_length", limits.max_message_bytes),
@@ -106,6 +108,12 @@ def new_server(
             ("grpc.max_connection_age_grace_ms", connection_age_s * 1000),
         ],
     )
+    _OPEN_STREAMS[server] = interceptor.streams
+    return server
+
+
+# Each server's open streams, for its shutdown to hand over.
+_OPEN_STREAMS: weakref.WeakKeyDictionary[grpc.aio.Server, OpenStreams] = weakref.WeakKeyDictionary()
 
 
 async def add_health_and_reflection(
@@ -167,10 +175,38 @@ async def serve_until_signalled(
     with contextlib.suppress(asyncio.CancelledError):
         await memory
     await checker.enter_graceful_shutdown()
-    await server.stop(grace_s)
+    # New calls are refused from here; unary calls in flight get the grace to finish, and
+    # the streams held are handed over at once: each ends UNAVAILABLE, its client opens
+    # it again on another replica, after the last event it received.
+    stopping = asyncio.create_task(server.stop(grace_s))
+    await asyncio.sleep(0)
+    streams = _OPEN_STREAMS.get(server)
+    if streams is not None:
+        await _hand_over(streams)
+        if not await streams.wait_idle(grace_s):
+            log.warning("calls_cut_after_grace", grace_s=grace_s)
+        # Every call of ours is answered: what gRPC may still hold (a call ended whose
+        # peer has not closed its side) is not worth the rest of the grace.
+        await server.stop(0)
+    await stopping
     if on_stop is not None:
         await on_stop()
     log.info("stopped")
+
+
+# A stream whose handler let the hand-over's cancellation pass is cancelled again this
+# often, for as long as this.
+HAND_OVER_EVERY_S, HAND_OVER_FOR_S = 0.1, 5.0
+
+
+async def _hand_over(streams: OpenStreams) -> None:
+    log.info("streams_handed_over", streams=streams.drain())
+    for _ in range(round(HAND_OVER_FOR_S / HAND_OVER_EVERY_S)):
+        await asyncio.sleep(HAND_OVER_EVERY_S)
+        left = streams.drain()
+        if not left:
+            return
+        log.info("streams_still_open", streams=left)
 
 
 # The cyclic collector's first-generation threshold (CPython's default: 700). A move

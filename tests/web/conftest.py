@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from playwright.async_api import async_playwright
 
+from deploy.tools import chromium_executable
 from gateway.server import build as build_gateway
 from gateway.web import start_web
 from services.runtime.settings import GatewaySettings
@@ -73,15 +74,12 @@ async def quick_bots_stack(redis_url: str) -> AsyncIterator[WebStack]:
 
 
 ARTIFACTS = ROOT / "artifacts" / "web"
-# Debian's chromium: the binary itself (/usr/bin/chromium is a wrapper script).
-CHROMIUM_PATHS = ("/usr/lib/chromium/chromium", "/usr/bin/chromium", "/usr/bin/chromium-browser")
 
 
 def chromium_path() -> str:
-    for path in CHROMIUM_PATHS:
-        if Path(path).exists():
-            return path
-    raise AssertionError("no chromium: install Debian's package (apt-get install -y chromium); .ci/run does")
+    path = chromium_executable()
+    assert path, "no chromium: install Debian's package (apt-get install -y chromium); make test says so"
+    return path
 
 
 @pytest.fixture(scope="session")
