@@ -12,8 +12,8 @@ session), the authority:
 - publishes each notice to the player's channel (``keys.player_turns``) for WatchMyTurns.
 
 Matches without a bound seat cost nothing here. The writes follow the commit (other hash
-slots): a process that dies between the two loses that commit's notices, and the index
-catches up at the match's next commit.
+slots), in one pipelined round trip on one Redis: a process that dies between the two
+loses that commit's notices, and the index catches up at the match's next commit.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+import redis.asyncio as aioredis
 import structlog
 
 from services.runtime import keys
@@ -39,6 +40,7 @@ MATCH_ENDED = "match_ended"
 TIMED_OUT = "timed_out"
 
 _json = msgspec.json.Encoder().encode
+_INDEX_SCRIPT = "index"
 
 # KEYS: the player's profile, matches (sorted set), facts (hash). ARGV: member, rev, score
 # (ms of the commit), facts JSON. A deleted player (no profile) is not indexed again; an
@@ -136,32 +138,34 @@ class Activity:
         notices = self._notices(pending, facts, events) if any(pending.players) else []
         humans = ["" if bot else player for player, bot in zip(pending.players, pending.bots, strict=True)]
         ended = facts.status in ("FINISHED", "ABANDONED")
+        # In order: the stream's entries, the indexes, then the notices, so a client told of
+        # a notice lists its matches as of that commit at least.
+        commands: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         for notice, seats in notices:
-            await self.redis.xadd(
-                keys.activity(self.game),
-                {
-                    "notice": notice,
-                    "game": self.game,
-                    "match_id": facts.match_id,
-                    "version": str(facts.version),
-                    "at_ms": str(now_ms),
-                    "players": _json(humans).decode(),
-                    "bots": _json([s for s, bot in enumerate(pending.bots) if bot]).decode(),
-                    "seats": _json(seats).decode(),
-                    "deadlines": _json({str(s): d for s, d in pending.deadlines.items()}).decode(),
-                    "status": facts.status,
-                    "scores": _json(facts.scores if notice == MATCH_ENDED else []).decode(),
-                    "winners": _json(facts.winners if notice == MATCH_ENDED else []).decode(),
-                    "table": _json({"players": facts.players, "options": facts.table}).decode(),
-                },
-                maxlen=self.maxlen,
-                approximate=True,
+            entry = {
+                "notice": notice,
+                "game": self.game,
+                "match_id": facts.match_id,
+                "version": str(facts.version),
+                "at_ms": str(now_ms),
+                "players": _json(humans).decode(),
+                "bots": _json([s for s, bot in enumerate(pending.bots) if bot]).decode(),
+                "seats": _json(seats).decode(),
+                "deadlines": _json({str(s): d for s, d in pending.deadlines.items()}).decode(),
+                "status": facts.status,
+                "scores": _json(facts.scores if notice == MATCH_ENDED else []).decode(),
+                "winners": _json(facts.winners if notice == MATCH_ENDED else []).decode(),
+                "table": _json({"players": facts.players, "options": facts.table}).decode(),
+            }
+            commands.append(
+                ("xadd", (keys.activity(self.game), entry), {"maxlen": self.maxlen, "approximate": True})
             )
         member = index_member(self.game, facts.match_id)
         for player in pending.gone:
-            await self.redis.zrem(keys.player_matches(player), member)
-            await self.redis.hdel(keys.player_match_facts(player), member)
+            commands.append(("zrem", (keys.player_matches(player), member), {}))
+            commands.append(("hdel", (keys.player_match_facts(player), member), {}))
         facts_dict = dataclasses.asdict(facts)
+        told: list[tuple[str, bytes]] = []
         for seat, player in enumerate(pending.players):
             if not player:
                 continue
@@ -171,14 +175,34 @@ class Activity:
                 keys.player_matches(player),
                 keys.player_match_facts(player),
             ]
-            indexed = await self._index(keys=index_keys, args=[member, rev, now_ms, _json(summary)])
-            if not indexed or not humans[seat]:
+            commands.append((_INDEX_SCRIPT, (index_keys, [member, rev, now_ms, _json(summary)]), {}))
+            if not humans[seat]:
                 continue
             for notice, seats in notices:
                 if seat in seats and not (notice == YOUR_TURN and ended):
-                    told = {
+                    message = {
                         "notice": notice,
                         "notice_id": notice_id(facts.match_id, facts.version, notice, player),
                         "summary": summary,
                     }
-                    await self.redis.publish(keys.player_turns(player), _json(told))
+                    told.append((keys.player_turns(player), _json(message)))
+        commands += [("publish", (channel, message), {}) for channel, message in told]
+        await self._send(commands)
+
+    async def _send(self, commands: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
+        """One round trip on one Redis (a pipeline); on a cluster, where the keys live on
+        several nodes, one command after another."""
+        if isinstance(self.redis, aioredis.RedisCluster):
+            for name, args, kwargs in commands:
+                if name == _INDEX_SCRIPT:
+                    await self._index(keys=args[0], args=args[1])
+                else:
+                    await getattr(self.redis, name)(*args, **kwargs)
+            return
+        async with self.redis.pipeline(transaction=False) as pipe:
+            for name, args, kwargs in commands:
+                if name == _INDEX_SCRIPT:
+                    await self._index(keys=args[0], args=args[1], client=pipe)
+                else:
+                    getattr(pipe, name)(*args, **kwargs)
+            await pipe.execute()
