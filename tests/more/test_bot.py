@@ -1,0 +1,88 @@
+"""The More bot adapter: its samples agree with what the seat knows and hold every card once;
+a discard pile another seat took stays in its hand; this turn's melding can be taken back as it
+would be at the table; the candidates are legal."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from services.more.bot import candidate_moves, determinize, playout_move
+from services.more.cards import DECK_SIZE
+from services.more.rules import State
+from tests.bots.positions import positions
+
+
+def every_card(state: State) -> list[int]:
+    cards = [c for h in state.hands for c in h] + state.draw + state.discard
+    cards += [c for pile in state.more.values() for c in pile] + [c for m in state.melds for c in m["cards"]]
+    return sorted(cards)
+
+
+def test_a_sample_shows_the_seat_its_view_and_holds_every_card_once():
+    checked = 0
+    for seed in range(4):
+        for position in positions("more", 3, seed, every=3, limit=300):
+            view, history = position.information()
+            true = position.state
+            for past in (history, None):
+                state = determinize(view, position.seat, random.Random(seed), past)
+                assert state.view(position.seat) == view
+                assert state.legal_moves(position.seat) == true.legal_moves(position.seat)
+                if state.phase != "bidding":
+                    assert every_card(state) == list(range(DECK_SIZE))
+                checked += 1
+    assert checked > 100
+
+
+def test_with_the_events_take_back_restores_the_turns_start_exactly():
+    restored = 0
+    for seed in range(8):
+        for position in positions("more", 3, seed, every=2, limit=300):
+            view, history = position.information()
+            true = position.state
+            if {"take_back": {}} not in true.legal_moves(position.seat):
+                continue
+            state = determinize(view, position.seat, random.Random(1), history)
+            true.apply(position.seat, {"take_back": {}})
+            state.apply(position.seat, {"take_back": {}})
+            assert state.view(position.seat) == true.view(position.seat)
+            restored += 1
+    assert restored > 5
+
+
+def test_a_taken_discard_pile_stays_in_the_hand_that_took_it():
+    told = 0
+    for seed in range(8):
+        for position in positions("more", 3, seed, every=3, limit=300):
+            view, history = position.information()
+            true = position.state
+            starts = [i for i, e in enumerate(history) if "round_started" in e]
+            this_round = history[starts[-1] :] if starts else history
+            taken = [e["pile_taken"] for e in this_round if "pile_taken" in e]
+            if not taken or taken[-1]["seat"] == position.seat:
+                continue
+            who = taken[-1]["seat"]
+            still = [c["id"] for c in taken[-1]["cards"] if c["id"] in true.hands[who]]
+            state = determinize(view, position.seat, random.Random(2), history)
+            assert all(card in state.hands[who] for card in still)
+            told += len(still)
+    assert told > 10
+
+
+@pytest.mark.parametrize("options", [{"max_rounds": 1}, {"bid_for_solo": True, "max_rounds": 2}])
+def test_candidates_are_legal_and_playouts_end(options):
+    for seed in range(3):
+        state = State.new(3, seed, options)
+        rng = random.Random(seed)
+        for _ in range(3000):
+            if state.is_over():
+                break
+            seat = state.active_seats()[0]
+            legal = state.legal_moves(seat)
+            assert all(move in legal for move in candidate_moves(state, seat, rng))
+            move = playout_move(state, seat, rng)
+            assert move in legal
+            state.apply(seat, move)
+        assert state.is_over()
