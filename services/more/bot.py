@@ -16,7 +16,7 @@ import random
 from typing import Any
 
 from services.engine import JsonDict
-from services.more.cards import DECK_SIZE, SUIT_NAMES, is_pankal, points
+from services.more.cards import DECK_SIZE, SUIT_NAMES, identity, is_pankal, points
 from services.more.rules import PHASES, PILE_STATES, Options, State, Turn, Undo
 
 PHASE_KEYS = {proto: key for key, proto in PHASES.items()}
@@ -239,29 +239,48 @@ def _undo(
 
 # ---------------------------------------------------------------- playouts
 
+SMALL_PILE = 6  # a discard pile worth taking: larger ones fill the hand with cards that count against it
+LATE_DRAW_PILE = 25  # below this, discards give up the dearest cards rather than the cheapest
 MELDS_WEIGHED = 6  # melding steps of each kind the search weighs
 DISCARDS_WEIGHED = 4  # the cheapest discards the search weighs
 
 
 def playout_move(state: State, seat: int, rng: random.Random) -> JsonDict:
-    """A cheap sensible move: bid nothing; take the discard pile when its top card can be melded
-    (mostly), else draw; meld what the hand allows, one step at a time (the timeout policy's
-    order); then discard one of the cheapest cards, never a pankal while another card will do."""
+    """A cheap sensible move: bid nothing; take a small discard pile when its top card can be
+    melded, else draw; meld what the hand allows, one step at a time (the timeout policy's
+    order); then discard as ``_discard_order`` ranks the hand."""
     phase = state.phase
     if phase == "bidding":
         return {"bid": {"amount": 0}}
     if phase == "draw":
-        if rng.random() < 0.8 and {"take_pile": {}} in state.legal_moves(seat):
+        if len(state.discard) <= SMALL_PILE and {"take_pile": {}} in state.legal_moves(seat):
             return {"take_pile": {}}
         return {"draw": {}}
     move = state.timeout_move(seat)
-    if "discard" not in move:
-        return move
     hand = state.hands[seat]
-    if len(hand) == 1:
+    if "discard" not in move or len(hand) == 1:
         return move
-    cheap = sorted(hand, key=lambda c: (is_pankal(c), points(c) + rng.random() * 6))
-    return {"discard": {"card": cheap[0]}}
+    ranked = _discard_order(state, hand, rng)
+    return {"discard": {"card": ranked[0]}}
+
+
+def _discard_order(state: State, hand: list[int], rng: random.Random | None = None) -> list[int]:
+    """The hand's cards, the best to discard first: no pankal while another card will do, a card
+    with no neighbour of its suit in the hand before one that may still join a run, the cheapest
+    first but the dearest once the draw pile runs low (what is left in a hand counts against it)."""
+    late = len(state.draw) < LATE_DRAW_PILE
+    by_suit: dict[int, set[int]] = {}
+    for card in hand:
+        rank_, suit_ = identity(card)
+        by_suit.setdefault(suit_, set()).add(rank_)
+
+    def key(card: int) -> tuple[bool, bool, int, float]:
+        rank_, suit_ = identity(card)
+        near = suit_ >= 0 and any(0 < abs(r - rank_) <= 2 for r in by_suit[suit_])
+        cost = points(card)
+        return (is_pankal(card), near, -cost if late else cost, rng.random() if rng else card)
+
+    return sorted((c for c in hand if c != state.t.top), key=key)
 
 
 def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
@@ -283,6 +302,7 @@ def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDic
             discards.append(move)
         else:
             wanted.append(move)
-    discards.sort(key=lambda m: (is_pankal(m["discard"]["card"]), points(m["discard"]["card"])))
+    order = {card: i for i, card in enumerate(_discard_order(state, state.hands[seat]))}
+    discards.sort(key=lambda m: order.get(m["discard"]["card"], len(order)))
     wanted += discards[:DISCARDS_WEIGHED]
     return wanted
