@@ -239,21 +239,24 @@ def _undo(
 
 # ---------------------------------------------------------------- playouts
 
-SMALL_PILE = 6  # a discard pile worth taking: larger ones fill the hand with cards that count against it
+# The largest discard pile a Pair partner takes: more fills his hand with cards that count against
+# him, while his partner shares the melds (the Solo, alone against two, takes every pile he can).
+SMALL_PILE = 6
 LATE_DRAW_PILE = 25  # below this, discards give up the dearest cards rather than the cheapest
 MELDS_WEIGHED = 6  # melding steps of each kind the search weighs
 DISCARDS_WEIGHED = 4  # the cheapest discards the search weighs
 
 
 def playout_move(state: State, seat: int, rng: random.Random) -> JsonDict:
-    """A cheap sensible move: bid nothing; take a small discard pile when its top card can be
-    melded, else draw; meld what the hand allows, one step at a time (the timeout policy's
-    order); then discard as ``_discard_order`` ranks the hand."""
+    """A cheap sensible move: bid nothing; take the discard pile when its top card can be melded
+    (a Pair partner only a small one), else draw; meld what the hand allows, one step at a time
+    (the timeout policy's order); then discard as ``_discard_order`` ranks the hand."""
     phase = state.phase
     if phase == "bidding":
         return {"bid": {"amount": 0}}
     if phase == "draw":
-        if len(state.discard) <= SMALL_PILE and {"take_pile": {}} in state.legal_moves(seat):
+        wanted = seat == state.solo or len(state.discard) <= SMALL_PILE
+        if wanted and {"take_pile": {}} in state.legal_moves(seat):
             return {"take_pile": {}}
         return {"draw": {}}
     move = state.timeout_move(seat)
