@@ -146,8 +146,8 @@ async def _play_seat(
 
 
 class _Cursor:
-    """Where a seat's stream resumes: after the last event received (heartbeats are not
-    history). Cuts are waited out with the server's retry delay, for GIVE_UP_AFTER_S."""
+    """Where a seat's stream resumes: after the last event of the history received. Cuts
+    are waited out with the server's retry delay, for GIVE_UP_AFTER_S."""
 
     def __init__(self, played: PlayedMatch) -> None:
         self.version, self.seq = 0, 0
@@ -162,7 +162,7 @@ class _Cursor:
 
     def saw(self, event: Any, kind: str | None) -> None:
         self.heard()
-        if kind != "heartbeat":
+        if event.seq:  # prompts and heartbeats (seq 0) are no position in the history
             self.version, self.seq = event.version, event.seq
 
     async def after_cut(self, error: grpc.aio.AioRpcError) -> None:
