@@ -198,8 +198,15 @@ async def test_a_receiver_down_for_a_while_gets_every_notification_when_back(
     for fields in entries:
         await add_entry(client, fields)
     env = notifier_env(receiver, MOGAMES_NOTIFY_FIRST_BACKOFF_MS="100", MOGAMES_NOTIFY_MAX_TRIES="10")
-    workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **env))
-    await asyncio.sleep(1.5)
+    log = tmp_path / "notifier.log"
+    workers.append(start_worker("notifier", url, log, **env))
+
+    async def each_failed_once() -> bool:
+        lines = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+        return {line["key"] for line in lines if line["event"] == "notification_retry"} >= expected
+
+    # Down while every notification is tried and fails, then back.
+    await wait_until(each_failed_once, "every notification tried while the receiver is down", 60)
     assert receiver.received() == []
     receiver.start()
     await wait_until(lambda: _has(receiver, expected), "every notification once the receiver is back", 60)
@@ -291,3 +298,18 @@ def test_a_webhook_must_be_https_but_to_loopback():
     for bad in ("http://push.example.com/hook", "ftp://127.0.0.1/x", ""):
         with pytest.raises(SettingsError, match="MOGAMES_WEBHOOK_URL"):
             check_webhook_url(bad)
+
+
+async def test_sigterm_stops_a_worker_cleanly_after_its_deliveries(worker_redis, workers, receiver, tmp_path):
+    url, client = worker_redis
+    entries, expected = async_matches(2, seed=11, at_ms=int(time.time() * 1000))
+    for fields in entries:
+        await add_entry(client, fields)
+    log = tmp_path / "notifier.log"
+    workers.append(start_worker("notifier", url, log, **notifier_env(receiver)))
+    await wait_until(lambda: _has(receiver, expected), "the notifications", 60)
+    workers[0].send_signal(signal.SIGTERM)
+    assert workers[0].wait(timeout=20) == 0, log.read_text()
+    assert '"worker_stopped"' in log.read_text()
+    pending = [await client.xpending(keys.activity(game), "notifier") for game in GAMES[:2]]
+    assert [int(info["pending"]) for info in pending] == [0, 0]

@@ -36,6 +36,10 @@ GROUP = "notifier"
 SIGNATURE_HEADER = "Mogames-Signature"
 KEY_HEADER = "Idempotency-Key"
 DEAD_LETTERS_KEPT = 100_000
+# Entries one worker holds at once, being delivered or waiting for their next try: a
+# receiver that is down holds them in backoff without stopping the entries behind them
+# from being tried (the calls at once are bounded apart, by the settings' concurrency).
+ENTRIES_AT_ONCE = 1000
 
 
 def signature(secret: bytes, body: bytes) -> str:
@@ -81,6 +85,7 @@ class Notifier:
         self.settings = settings
         self.http = http
         self.consumer = consumer
+        self._calls = asyncio.Semaphore(settings.concurrency)
 
     async def handle(self, entry: ActivityEntry) -> None:
         calls = []
@@ -106,9 +111,13 @@ class Notifier:
         error = ""
         for tries in range(1, self.settings.max_tries + 1):
             try:
-                answer = await self.http.post(
-                    self.settings.url, content=body, headers=headers, timeout=self.settings.timeout_ms / 1000
-                )
+                async with self._calls:
+                    answer = await self.http.post(
+                        self.settings.url,
+                        content=body,
+                        headers=headers,
+                        timeout=self.settings.timeout_ms / 1000,
+                    )
                 if 200 <= answer.status_code < 300:
                     worker_metrics.notification("sent")
                     worker_metrics.notification_delay(max(time.time() - entry.at_ms / 1000, 0.0))
@@ -145,13 +154,11 @@ class Notifier:
         log.warning("notification_dead_lettered", key=key, tries=tries, error=error)
 
 
-def consumer_settings(
-    consumer: str, claim_idle_ms: int, claim_every_ms: int, concurrency: int
-) -> ConsumerSettings:
+def consumer_settings(consumer: str, claim_idle_ms: int, claim_every_ms: int) -> ConsumerSettings:
     return ConsumerSettings(
         group=GROUP,
         consumer=consumer,
-        concurrency=concurrency,
+        concurrency=ENTRIES_AT_ONCE,
         claim_idle_ms=claim_idle_ms,
         claim_every_s=claim_every_ms / 1000,
     )

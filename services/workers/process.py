@@ -35,7 +35,7 @@ async def run(kind: str, settings: WorkerSettings, webhook: WebhookSettings | No
             http = await stack.enter_async_context(httpx.AsyncClient(limits=limits))
             worker = notifier.Notifier(redis, webhook, http, settings.consumer)
             group = notifier.consumer_settings(
-                settings.consumer, settings.claim_idle_ms, settings.claim_every_ms, webhook.concurrency
+                settings.consumer, settings.claim_idle_ms, settings.claim_every_ms
             )
             consumer = ActivityConsumer(redis, settings.games, group, worker.handle)
         else:

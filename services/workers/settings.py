@@ -82,8 +82,8 @@ class WebhookSettings:
     first_backoff_ms: int = 500
     max_backoff_ms: int = 30_000
     timeout_ms: int = 5_000
-    # Activity entries being delivered at once by one worker, and its connections to the
-    # webhook: more costs more CPU a call in httpx's connection pool than it gains.
+    # Webhook calls at once by one worker, and its connections to the webhook: more costs
+    # more CPU a call in httpx's connection pool than it gains.
     concurrency: int = 16
 
     @classmethod
