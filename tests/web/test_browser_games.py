@@ -90,8 +90,10 @@ async def refuse_once(active: Tab, other_token: str) -> None:
     await active.page.route("**/SubmitMove", swap_token)
     await active.click_move(0)
     await active.page.unroute("**/SubmitMove")
-    error = await active.page.locator("#error").inner_text()
-    assert "not_your_turn" in error, error
+    error = active.page.locator("#error")
+    assert await error.get_attribute("data-reason") == "not_your_turn"
+    # The rule is said once, in words.
+    assert "not_your_turn" not in await error.inner_text()
     assert await active.version() == before
 
 

@@ -25,7 +25,7 @@ function readOptions(form: HTMLElement, info: GameInfo): JsonObject {
     if (!input) continue;
     if (option.type === "bool") options[option.name] = input.checked;
     else if (option.type.endsWith("[]")) {
-      if (input.value.trim()) options[option.name] = JSON.parse(input.value) as JsonObject[];
+      if (input.value.trim()) options[option.name] = parseList(input.value, option.name);
     } else if (option.type.includes("int")) options[option.name] = Number(input.value || 0);
     else options[option.name] = input.value;
   }
@@ -40,15 +40,36 @@ const BOT_LEVELS: [string, string][] = [
   ["hard", "hard: thinks a quarter second"],
 ];
 
+class FormProblem extends Error {}
+
+function parseList(value: string, name: string): JsonObject[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch (error) {
+    throw new FormProblem(`“${words(name)}” is not valid JSON (${(error as Error).message}). Leave it empty for the standard set.`);
+  }
+  if (!Array.isArray(parsed)) throw new FormProblem(`“${words(name)}” must be a JSON list, [ … ].`);
+  return parsed as JsonObject[];
+}
+
 async function create(info: GameInfo, form: HTMLElement, report: HTMLElement): Promise<void> {
   const players = Number(form.querySelector<HTMLInputElement>("[name=players]")!.value);
   const bots = Number(form.querySelector<HTMLInputElement>("[name=bots]")!.value || 0);
   const botLevel = form.querySelector<HTMLSelectElement>("[name=bot_level]")!.value;
   const seed = form.querySelector<HTMLInputElement>("[name=seed]")!.value.trim();
   const name = playerName() || "player";
+  let options: JsonObject;
+  try {
+    options = readOptions(form, info);
+  } catch (error) {
+    if (!(error instanceof FormProblem)) throw error;
+    report.textContent = error.message;
+    return;
+  }
   const request: JsonObject = {
     players,
-    options: readOptions(form, info),
+    options,
     table: { botSeats: Array.from({ length: Math.min(bots, players - 1) }, (_, i) => players - 1 - i), botLevel },
   };
   if (seed) request.seed = seed;

@@ -10,8 +10,17 @@ import { heldSeat, holdSeat, playerName, releaseSeat, type HeldSeat } from "./se
 import { MatchStatus, type Match } from "./gen/mogames/common/v1/common_pb.js";
 
 const HISTORY_LIMIT = 300;
-const RECONNECT_MS = 1000;
 const WAITING_POLL_MS = 1500;
+// Failed calls are tried again after these pauses, the last one repeating.
+const BACKOFF_MS = [250, 500, 1000, 2000, 3000];
+// A quiet stream (heartbeats come only every 15 s) cannot tell a frozen gateway from a quiet
+// match: after this long without a message the page asks the gateway, and a question not
+// answered within PROBE_TIMEOUT_MS says "reconnecting" (well within 5 s of the freeze).
+const QUIET_MS = 1500;
+const PROBE_TIMEOUT_MS = 2000;
+const WATCHDOG_TICK_MS = 500;
+// A move not answered by then is given up (the buttons come back; the next read tells).
+const MOVE_TIMEOUT_MS = 10_000;
 // Several events of one move arrive together: one refresh for all of them.
 const REFRESH_DEBOUNCE_MS = 15;
 
@@ -34,6 +43,17 @@ export class Table {
   private refreshAgain = false;
   private stopped = false;
   private watch = new AbortController();
+  // Every watch loop carries the generation it was started in; a newer one ends it, so a
+  // page never has two watches open.
+  private watchGeneration = 0;
+  // The gateway does not answer (a failed or overdue call): shown as "reconnecting…".
+  private reconnecting = false;
+  private lastHeard = Date.now();
+  private probing = false;
+  private failures = 0;
+  private retryTimer?: number;
+  private notice = "";
+  private errorReason = "";
   private seat?: HeldSeat;
   private readonly client;
   private readonly descriptors;
@@ -50,7 +70,8 @@ export class Table {
 
   async start(): Promise<void> {
     await this.refresh();
-    void this.watchLoop();
+    void this.watchLoop(this.watchGeneration);
+    window.setInterval(() => void this.watchdog(), WATCHDOG_TICK_MS);
     // Joins are version-0 events that a watch from an older server does not stream:
     // while seats are free, look at the match now and then as well.
     window.setInterval(() => {
@@ -67,28 +88,70 @@ export class Table {
     return this.seat?.token;
   }
 
-  private async watchLoop(): Promise<void> {
-    while (!this.stopped) {
+  /** Start watching afresh (after taking a seat): the running watch ends for good. */
+  private restartWatch(): void {
+    this.watchGeneration += 1;
+    this.watch.abort();
+    this.watch = new AbortController();
+    void this.watchLoop(this.watchGeneration);
+  }
+
+  /** Asks the gateway when the stream has been quiet for a while; no answer: reconnecting. */
+  private async watchdog(): Promise<void> {
+    if (this.stopped || this.probing || Date.now() - this.lastHeard < QUIET_MS) return;
+    if (this.match && this.match.status !== MatchStatus.WAITING_FOR_PLAYERS && this.match.status !== MatchStatus.IN_PROGRESS) return;
+    this.probing = true;
+    try {
+      // The page's own icon from the same port: nothing for the game servers or Redis to do.
+      const answer = await fetch("/favicon.ico", { method: "HEAD", cache: "no-store", signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      if (!answer.ok) throw new Error(`the gateway answered ${answer.status}`);
+      this.lastHeard = Date.now();
+      if (this.reconnecting) void this.refresh();
+    } catch {
+      this.setReconnecting(true);
+    } finally {
+      this.probing = false;
+    }
+  }
+
+  private setReconnecting(on: boolean): void {
+    if (this.reconnecting === on) return;
+    this.reconnecting = on;
+    this.render();
+  }
+
+  private async watchLoop(generation: number): Promise<void> {
+    let failures = 0;
+    while (!this.stopped && generation === this.watchGeneration) {
       const request: Record<string, unknown> = { matchId: this.matchId };
       if (this.cursor) {
         request.afterVersion = this.cursor.version;
         request.afterSeq = this.cursor.seq;
       }
       try {
-        for await (const event of this.client.watchMatch(request, { ...auth(this.token), signal: this.watch.signal })) {
+        const signal = this.watch.signal;
+        for await (const event of this.client.watchMatch(request, { ...auth(this.token), signal })) {
+          if (generation !== this.watchGeneration) return;
+          this.lastHeard = Date.now();
+          failures = 0;
           this.onEvent(event as Message & { version: bigint; seq: number; event: { case?: string; value?: unknown } });
         }
+        if (generation !== this.watchGeneration) return;
         await this.refresh();
         if (this.match && this.match.status !== MatchStatus.WAITING_FOR_PLAYERS && this.match.status !== MatchStatus.IN_PROGRESS) return;
       } catch (error) {
-        if (this.stopped) return;
+        if (this.stopped || generation !== this.watchGeneration) return;
         if (isCode(error, Code.NotFound) || isCode(error, Code.PermissionDenied)) {
           this.error = describeError(error).message;
           this.render();
           return;
         }
+        failures += 1;
+        // A watch cut more than once in a row: the gateway is away (a single cut is a
+        // hand-over, resumed at once).
+        if (failures > 1) this.setReconnecting(true);
       }
-      await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS));
+      await new Promise((resolve) => setTimeout(resolve, backoff(failures)));
     }
   }
 
@@ -133,6 +196,7 @@ export class Table {
   }
 
   private async read(): Promise<void> {
+    window.clearTimeout(this.retryTimer);
     // The three reads are independent: ask for them at once.
     const [match, view, legal] = await Promise.allSettled([
       this.client.getMatch({ matchId: this.matchId }) as Promise<Match>,
@@ -142,21 +206,38 @@ export class Table {
         : Promise.resolve(undefined),
     ]);
     if (match.status === "rejected") {
-      this.error = describeError(match.reason).message;
+      if (isCode(match.reason, Code.NotFound)) this.error = describeError(match.reason).message;
+      else this.retryLater();
       this.render();
       return;
     }
     this.match = match.value;
     if (view.status === "fulfilled") {
       this.view = toJson(this.descriptors.view, view.value, { alwaysEmitImplicit: true }) as { [key: string]: Json };
-    } else {
+    } else if (this.seat && isCode(view.reason, Code.Unauthenticated)) {
       this.view = undefined;
-      if (this.seat && isCode(view.reason, Code.Unauthenticated)) await this.rejoin();
+      await this.rejoin();
+    } else {
+      // The table as last seen stays until the view is read again.
+      this.retryLater();
+      this.render();
+      return;
     }
+    this.failures = 0;
+    this.lastHeard = Date.now();
+    this.reconnecting = false;
     const mine = this.seat && this.match.status === MatchStatus.IN_PROGRESS && this.match.activeSeats.includes(this.seat.seat);
     const moves = !mine ? [] : (this.promptMoves ?? (legal.status === "fulfilled" ? legal.value?.moves : undefined) ?? []);
     this.moves = moves.map((move) => ({ move, json: toJson(this.descriptors.move, move) as { [key: string]: Json } }));
     this.render();
+  }
+
+  /** A read failed (the gateway is away or answered an error): read again, later and later. */
+  private retryLater(): void {
+    this.failures += 1;
+    this.reconnecting = true;
+    window.clearTimeout(this.retryTimer);
+    this.retryTimer = window.setTimeout(() => void this.refresh(), backoff(this.failures));
   }
 
   private async rejoin(): Promise<void> {
@@ -177,16 +258,24 @@ export class Table {
     if (!chosen) return;
     this.busy = true;
     this.error = "";
+    this.errorReason = "";
     this.render();
     try {
       await this.client.submitMove(
         { matchId: this.matchId, move: chosen.move, requestId: crypto.randomUUID() },
-        auth(this.token),
+        { ...auth(this.token), timeoutMs: MOVE_TIMEOUT_MS },
       );
       this.promptMoves = undefined;
     } catch (error) {
       const refused = describeError(error);
-      this.error = `Refused${refused.reason ? ` (${refused.reason})` : ""}: ${refused.message}`;
+      if (refused.reason) {
+        this.error = refusal(refused.reason, refused.message);
+        this.errorReason = refused.reason;
+      } else {
+        // Not the rules' answer: the call did not get through (the move may or may not have
+        // been taken; the next read tells).
+        this.reconnecting = true;
+      }
     }
     this.busy = false;
     await this.refresh();
@@ -201,12 +290,10 @@ export class Table {
     } catch (error) {
       this.error = describeError(error).message;
     }
-    this.watch.abort();
-    this.watch = new AbortController();
     this.cursor = undefined;
     this.log = [];
+    this.restartWatch();
     await this.refresh();
-    void this.watchLoop();
   }
 
   private async addBots(): Promise<void> {
@@ -224,20 +311,42 @@ export class Table {
     await this.refresh();
   }
 
-  private leave(): void {
+  /** Gives the seat up on the server (LeaveMatch), then says what became of it. */
+  private async leave(): Promise<void> {
+    const seat = this.seat;
+    if (!seat) return;
+    try {
+      const match = (await this.client.leaveMatch({ matchId: this.matchId }, auth(seat.token))) as Match;
+      const after = match.seats.find((s) => s.seat === seat.seat);
+      if (match.status === MatchStatus.ABANDONED) this.notice = "You left. The match has ended: it is abandoned.";
+      else if (after?.bot) this.notice = "You left. A server bot plays your seat from now on.";
+      else this.notice = "You left. Your seat is free again for someone else to take.";
+    } catch (error) {
+      if (!isCode(error, Code.Unauthenticated) && !isCode(error, Code.PermissionDenied)) {
+        this.error = `Could not leave: ${describeError(error).message}`;
+        this.render();
+        return;
+      }
+      this.notice = "This seat was no longer yours; this browser has forgotten it.";
+    }
     releaseSeat(this.matchId);
-    window.location.href = "/";
+    this.seat = undefined;
+    this.promptMoves = undefined;
+    this.restartWatch();
+    await this.refresh();
   }
 
   render(): void {
     const match = this.match;
     if (!match) {
-      this.root.replaceChildren(h("p", { class: "error", id: "error" }, this.error || "Loading…"));
+      this.root.replaceChildren(
+        this.error ? h("p", { class: "error", id: "error", role: "alert" }, this.error) : h("p", { class: "muted", id: this.reconnecting ? "reconnecting" : "loading" }, this.reconnecting ? "Reconnecting…" : "Loading…"),
+      );
       return;
     }
     const status = MatchStatus[match.status] ?? String(match.status);
     const link = `${window.location.origin}/?game=${this.game}&match=${this.matchId}`;
-    const names = match.seats.map((s) => s.playerName || (s.bot ? `bot ${s.seat}` : `seat ${s.seat}`));
+    const names = match.seats.map((s) => s.playerName || (s.bot ? `bot ${s.seat + 1}` : `player ${s.seat + 1}`));
     const freeSeats = match.seats.some((s) => !s.taken);
     const ctx: TableContext = {
       view: this.view ?? {},
@@ -261,7 +370,8 @@ export class Table {
     const renderer = RENDERERS[this.game];
     const drawn = this.view ? (renderer ? renderer.draw(ctx) : renderGenericView(this.view)) : h("p", { class: "muted" }, "The table shows once the match starts.");
     const title = GAMES[this.game] ? this.game.replace("_", " ") : this.game;
-    const you = this.seat ? `You are seat ${this.seat.seat} (${names[this.seat.seat]})` : "Spectating: you see what every player sees, no hidden cards";
+    const you = this.seat ? `You play as ${names[this.seat.seat]}` : "Spectating: you see what every player sees, no hidden cards";
+    showTurn(this.game, Boolean(this.seat && match.status === MatchStatus.IN_PROGRESS && match.activeSeats.includes(this.seat.seat)));
     const finished = match.status === MatchStatus.FINISHED;
     this.root.replaceChildren(
       h(
@@ -278,9 +388,13 @@ export class Table {
             ? h("button", { id: "join", onclick: () => void this.join() }, "Take a seat")
             : null,
           freeSeats && match.status === MatchStatus.WAITING_FOR_PLAYERS ? h("button", { id: "add-bots", onclick: () => void this.addBots() }, "Fill empty seats with bots") : null,
-          this.seat ? h("button", { class: "quiet", onclick: () => this.leave() }, "Forget my seat") : null,
+          this.seat && (match.status === MatchStatus.WAITING_FOR_PLAYERS || match.status === MatchStatus.IN_PROGRESS)
+            ? h("button", { class: "quiet", id: "leave", title: "Give your seat up: before the start it is free again; during the match a server bot takes it, or the match ends (as the table was set)", onclick: () => void this.leave() }, "Leave the match")
+            : null,
         ),
-        this.error ? h("p", { class: "error", id: "error", role: "alert" }, this.error) : null,
+        this.reconnecting ? h("p", { class: "reconnecting", id: "reconnecting", role: "status" }, "Reconnecting…") : null,
+        this.error ? h("p", { class: "error", id: "error", role: "alert", "data-reason": this.errorReason || undefined }, this.error) : null,
+        this.notice ? h("p", { class: "notice", id: "notice", role: "status" }, this.notice, " ", h("a", { href: "/" }, "Back to the lobby")) : null,
         h(
           "ol",
           { class: "seats", id: "seats" },
@@ -325,4 +439,26 @@ export class Table {
       ),
     );
   }
+}
+
+function backoff(failures: number): number {
+  return BACKOFF_MS[Math.min(Math.max(failures - 1, 0), BACKOFF_MS.length - 1)];
+}
+
+/** A refusal in words: the server's message names the rule first ("wrong_phase: …"), said once. */
+function refusal(reason: string, message: string): string {
+  const said = message.startsWith(`${reason}: `) ? message.slice(reason.length + 2) : message;
+  return `That move is not allowed: ${said}`;
+}
+
+// A dot on the tab's icon and a word in its title when the seat is to play.
+const TURN_ICON =
+  "data:image/svg+xml," +
+  encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect x="1" y="1" width="14" height="14" rx="2" fill="#4c7a2f"/><circle cx="8" cy="8" r="5" fill="#ffb000"/></svg>');
+
+function showTurn(game: string, yourTurn: boolean): void {
+  const title = `${game.replace("_", " ")} · mogames`;
+  document.title = yourTurn ? `● Your turn · ${title}` : title;
+  const icon = document.getElementById("favicon");
+  if (icon) icon.setAttribute("href", yourTurn ? TURN_ICON : "/favicon.ico");
 }

@@ -47,18 +47,18 @@ function board(ctx: TableContext): SVGElement {
       hex.append(svg("title", {}, document.createTextNode(`move here (tile ${num(tile.index)})`)));
     }
     layer.push(hex);
-    if (tile.circled || terrain === "city") layer.push(svg("circle", { cx: x, cy: y, r: SIZE * 0.55, fill: "none", stroke: "#6b4a2b", "stroke-width": 2 }));
+    if (tile.circled || terrain === "city") layer.push(svg("circle", { cx: x, cy: y, r: SIZE * 0.55, fill: "none", stroke: "#6b4a2b", "stroke-width": 2, "pointer-events": "none" }));
     const label = terrain === "city" ? `⌂${(houses.get(num(tile.index)) ?? []).reduce((a, b) => a + b, 0)}` : num(tile.blocks) ? `▪${num(tile.blocks)}` : "";
-    if (label) layer.push(svg("text", { x, y: y + 4, "text-anchor": "middle", "font-size": 11, fill: "#1d2330" }, document.createTextNode(label)));
+    if (label) layer.push(svg("text", { x, y: y + 4, "text-anchor": "middle", "font-size": 11, fill: "#1d2330", "pointer-events": "none" }, document.createTextNode(label)));
   }
   for (const s of list(v.sticks).map(obj)) {
     const a = at.get(num(s.a));
     const b = at.get(num(s.b));
-    if (a && b) layer.push(svg("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], stroke: SEATS[num(s.seat)] ?? "#000", "stroke-width": 5, "stroke-linecap": "round", opacity: 0.85 }));
+    if (a && b) layer.push(svg("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], stroke: SEATS[num(s.seat)] ?? "#000", "stroke-width": 5, "stroke-linecap": "round", opacity: 0.85, "pointer-events": "none" }));
   }
   for (const p of list(v.players).map(obj)) {
     const spot = p.pawnPlaced ? at.get(num(p.pawnTile)) : undefined;
-    if (spot) layer.push(svg("circle", { cx: spot[0] + 8, cy: spot[1] - 8, r: 8, fill: SEATS[num(p.seat)] ?? "#000", stroke: "#000", "stroke-width": 1.5 }));
+    if (spot) layer.push(svg("circle", { cx: spot[0] + 8, cy: spot[1] - 8, r: 8, fill: SEATS[num(p.seat)] ?? "#000", stroke: "#000", "stroke-width": 1.5, "pointer-events": "none" }));
   }
   return svg("svg", { viewBox: `${minX} ${minY} ${maxX - minX} ${maxY - minY}`, width: Math.min(760, maxX - minX), class: "hexmap" }, ...layer);
 }
