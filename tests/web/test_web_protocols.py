@@ -259,3 +259,11 @@ async def test_a_browser_that_goes_away_releases_the_watch(web_stack: WebStack, 
     while await _stream_is_read(redis_url, match_id, 0.0):
         assert time.monotonic() < deadline, "the service still serves the closed watch after 10 s"
         await asyncio.sleep(0.2)
+
+
+async def test_the_page_has_an_icon(web_stack: WebStack) -> None:
+    async with httpx.AsyncClient(timeout=20) as http:
+        icon = await http.get(f"{web_stack.url}/favicon.ico")
+    assert icon.status_code == 200
+    # An ICO file: reserved 0, type 1 (icon), at least one image.
+    assert icon.content[:4] == b"\x00\x00\x01\x00" and icon.content[4] >= 1
