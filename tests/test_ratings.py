@@ -198,3 +198,29 @@ async def test_200_results_rate_as_a_straight_replay_with_the_worker_killed_twic
 
 async def _at_least(client, count: int) -> bool:
     return await rated_matches(client) >= count
+
+
+async def test_an_entry_the_worker_cannot_rate_is_passed_over_after_a_few_tries(
+    worker_redis, workers, tmp_path
+):
+    url, client = worker_redis
+    odd = entry_fields(
+        "match_ended", "mori", "odd", 9, ["ann", "bob", "cid"], at_ms=1,
+        status="FINISHED", scores=[3, 2, 1], winners=[0], table={"teams": [["not a seat"]]},
+    )  # fmt: skip
+    fine = entry_fields(
+        "match_ended", "mori", "fine", 9, ["ann", "bob", "cid"], at_ms=2,
+        status="FINISHED", scores=[3, 2, 1], winners=[0],
+    )  # fmt: skip
+    for fields in (odd, fine):
+        await add_entry(client, fields)
+    log = tmp_path / "ratings.log"
+    workers.append(start_worker("ratings", url, log))
+    ladders = Ladders(client)
+
+    async def rated() -> bool:
+        return (await ladders.rating("mori", "ann")).matches == 1
+
+    await wait_until(rated, "the next match rated", 30)
+    assert [c.match_id for c in await ladders.history("mori", "ann", 0, 10)] == ["fine"]
+    assert '"activity_entry_skipped"' in log.read_text()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +34,8 @@ Handler = Callable[[ActivityEntry], Awaitable[None]]
 BLOCK_MS = 1000
 LAG_EVERY_S = 2.0
 RETRY_AFTER_ERROR_S = 0.5
+# In order, an entry whose handler failed (other than on Redis) this often is passed over.
+MAX_FAILURES = 5
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,8 @@ class ActivityConsumer:
         self.handle = handle
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._running: set[asyncio.Task[None]] = set()
+        # In order: how often each entry's handler failed other than on Redis.
+        self._failures: Counter[str] = Counter()
 
     async def run(self) -> None:
         """Until cancelled: one reading task per game and one that measures lag."""
@@ -156,7 +161,18 @@ class ActivityConsumer:
     async def _handle_in_order(self, game: str, entry_id: str, fields: dict[bytes, bytes] | None) -> None:
         entry = self._parse(game, entry_id, fields)
         if entry is not None:
-            await self.handle(entry)
+            try:
+                await self.handle(entry)
+            except RedisError:
+                raise  # Redis away: the same entry again, however long it takes
+            except Exception as error:
+                # An entry its handler cannot take (a bug, odd data) would stop the stream
+                # for good: after a few tries it is logged and passed over.
+                self._failures[entry_id] += 1
+                if self._failures[entry_id] < MAX_FAILURES:
+                    raise
+                log.error("activity_entry_skipped", game=game, entry=entry_id, error=repr(error))
+        self._failures.pop(entry_id, None)
         await self.redis.xack(keys.activity(game), self.settings.group, entry_id)
 
     def _parse(self, game: str, entry_id: str, fields: dict[bytes, bytes] | None) -> ActivityEntry | None:
