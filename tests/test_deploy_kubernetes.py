@@ -196,15 +196,17 @@ def test_the_image_holds_only_runtime_dependencies_and_runs_as_non_root():
     assert user.split(":")[0] not in ("0", "root")
 
 
-def test_the_workers_run_one_ratings_and_two_notifiers_with_the_webhook_secret(manifests):
+def test_the_workers_run_one_ratings_worker_and_two_notifiers_with_the_webhook_secret(manifests):
     deployments = of_kind(manifests, "Deployment")
     notifier, ratings = deployments["worker-notifier"], deployments["worker-ratings"]
     assert (notifier["spec"]["replicas"], ratings["spec"]["replicas"]) == (2, 1)
     for deployment, kind in ((notifier, "notifier"), (ratings, "ratings")):
-        container = containers(deployment)[0]
-        assert container["args"] == ["python", "-m", "services.workers", kind]
-        # Each pod is its own consumer in the group.
-        assert env(container)["MOGAMES_WORKER_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+        assert containers(deployment)[0]["args"] == ["python", "-m", "services.workers", kind]
+    # Each notifier pod is its own consumer in the group; the one ratings worker keeps one
+    # name and never overlaps its replacement, which rates its predecessor's entries first.
+    assert env(containers(notifier)[0])["MOGAMES_WORKER_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert env(containers(ratings)[0])["MOGAMES_WORKER_NAME"] == "ratings"
+    assert ratings["spec"]["strategy"] == {"type": "Recreate"}
     hook = env(containers(notifier)[0])
     assert hook["MOGAMES_WEBHOOK_URL"].startswith("https://")
     assert hook["MOGAMES_WEBHOOK_SECRET"]["secretKeyRef"]["key"] == "webhook-secret"
