@@ -12,13 +12,20 @@ the draw pile; the match seed (the future refills and deals) is sampled too.
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 from services.engine import JsonDict
 from services.more.cards import DECK_SIZE, SUIT_NAMES, identity, is_pankal, points
 from services.more.rules import PHASES, PILE_STATES, Options, State, Turn, Undo
 
+IDENTITY = [identity(card) for card in range(DECK_SIZE)]
+POINTS = [points(card) for card in range(DECK_SIZE)]
+PANKAL = [is_pankal(card) for card in range(DECK_SIZE)]
+# per rank, the ranks within two of it (not itself), as a bit mask
+NEIGHBOURS = [sum(1 << r for r in range(rank - 2, rank + 3) if r != rank and r >= 0) for rank in range(15)]
 PHASE_KEYS = {proto: key for key, proto in PHASES.items()}
 PILE_KEYS = {proto: key for key, proto in PILE_STATES.items()}
 TURN_ENDS = ("discarded", "round_started", "dealt")
@@ -243,6 +250,10 @@ def _undo(
 # him, while his partner shares the melds (the Solo, alone against two, takes every pile he can).
 SMALL_PILE = 6
 LATE_DRAW_PILE = 25  # below this, discards give up the dearest cards rather than the cheapest
+# A playout stops after about one round (a match to 3100 takes thousands of moves) and the
+# position is scored by ``evaluate``.
+PLAYOUT_STEPS = 150
+EVALUATE_SCALE = 150.0  # points of lead that make a win about three times likelier than a loss
 MELDS_WEIGHED = 6  # melding steps of each kind the search weighs
 DISCARDS_WEIGHED = 4  # the cheapest discards the search weighs
 
@@ -263,27 +274,52 @@ def playout_move(state: State, seat: int, rng: random.Random) -> JsonDict:
     hand = state.hands[seat]
     if "discard" not in move or len(hand) == 1:
         return move
-    ranked = _discard_order(state, hand, rng)
-    return {"discard": {"card": ranked[0]}}
+    return {"discard": {"card": _best_discard(state, hand, rng)}}
 
 
 def _discard_order(state: State, hand: list[int], rng: random.Random | None = None) -> list[int]:
-    """The hand's cards, the best to discard first: no pankal while another card will do, a card
-    with no neighbour of its suit in the hand before one that may still join a run, the cheapest
-    first but the dearest once the draw pile runs low (what is left in a hand counts against it)."""
+    """The hand's cards, the best to discard first (see ``_discard_key``)."""
+    key = _discard_key(state, hand, rng)
+    return sorted((c for c in hand if c != state.t.top), key=key)
+
+
+def _best_discard(state: State, hand: list[int], rng: random.Random) -> int:
+    key = _discard_key(state, hand, rng)
+    return min((c for c in hand if c != state.t.top), key=key)
+
+
+def _discard_key(
+    state: State, hand: list[int], rng: random.Random | None
+) -> Callable[[int], tuple[bool, bool, int, float]]:
+    """No pankal while another card will do, a card with no neighbour of its suit in the hand
+    before one that may still join a run, the cheapest first but the dearest once the draw pile
+    runs low (what is left in a hand counts against it)."""
     late = len(state.draw) < LATE_DRAW_PILE
-    by_suit: dict[int, set[int]] = {}
+    ranks = [0] * 5  # per suit (a joker's -1 last), a bit per rank held
     for card in hand:
-        rank_, suit_ = identity(card)
-        by_suit.setdefault(suit_, set()).add(rank_)
+        rank_, suit_ = IDENTITY[card]
+        ranks[suit_] |= 1 << rank_
 
     def key(card: int) -> tuple[bool, bool, int, float]:
-        rank_, suit_ = identity(card)
-        near = suit_ >= 0 and any(0 < abs(r - rank_) <= 2 for r in by_suit[suit_])
-        cost = points(card)
-        return (is_pankal(card), near, -cost if late else cost, rng.random() if rng else card)
+        rank_, suit_ = IDENTITY[card]
+        near = suit_ >= 0 and bool(ranks[suit_] & NEIGHBOURS[rank_])
+        cost = POINTS[card]
+        return (PANKAL[card], near, -cost if late else cost, rng.random() if rng else card)
 
-    return sorted((c for c in hand if c != state.t.top), key=key)
+    return key
+
+
+def evaluate(state: State, seat: int) -> float:
+    """How likely ``seat`` looks to win: its lead over the best other seat with the round scored
+    as it stands, through a logistic curve."""
+    if state.is_over():
+        winners = state.winners()
+        return 1.0 / len(winners) if seat in winners else 0.0
+    totals = state.totals
+    if state.solo >= 0:
+        totals = state.round_result(-1)["totals"]
+    lead = totals[seat] - max(t for p, t in enumerate(totals) if p != seat)
+    return 1.0 / (1.0 + math.exp(-max(-2000.0, min(2000.0, lead)) / EVALUATE_SCALE))
 
 
 def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
