@@ -282,3 +282,40 @@ async def test_a_watcher_sees_every_seat_change_and_the_end(trust_cluster):
     kinds = await asyncio.wait_for(watcher, 60)
     assert kinds.index("player_rejoined") < kinds.index("player_left") < kinds.index("bot_seated")
     assert kinds.count("bot_seated") == 3 and kinds[-1] == "match_ended"
+
+
+# -- presence ----------------------------------------------------------------------------
+
+
+async def test_presence_is_in_the_seats_and_told_to_the_table_and_a_grace_hands_the_seat_over(trust_cluster):
+    client = trust_cluster.client(GAME)
+    match_id, joins = await started(client, seed=13, reconnect_grace_seconds=1)
+    # Seat 0 watches, then its stream drops; seat 1 never connects (no grace runs for it).
+    watch = client.watch(match_id, joins[0].token, timeout_s=30)
+    await anext(aiter(watch))
+
+    async def seat_0_connected() -> bool:
+        return (await client.match(match_id)).seats[0].connected
+
+    await wait_until(seat_0_connected, "seat 0 connected")
+    seats = (await client.match(match_id)).seats
+    assert (seats[0].disconnected_since_unix_ms, seats[1].connected) == (0, False)
+    watch.cancel()
+    dropped_ms = time.time() * 1000
+
+    async def seat_0_handed_over() -> bool:
+        return (await client.match(match_id)).seats[0].bot
+
+    await wait_until(seat_0_handed_over, "the grace's end", timeout_s=10)
+    seat = (await client.match(match_id)).seats[0]
+    assert not seat.connected and seat.disconnected_since_unix_ms == 0  # a bot's seat
+    events = await _history(client, match_id, "bot_seated")
+    kinds = [(_kind(e), getattr(e, _kind(e))) for e in events]
+    connections = [(k.seat, k.connected) for name, k in kinds if name == "seat_connection"]
+    assert connections == [(0, True), (0, False)]
+    left, seated = events[-2], events[-1]
+    assert (left.player_left.seat, seated.bot_seated.seat, seated.bot_seated.reason) == (0, 0, "disconnected")
+    # No sooner than the grace after the drop (give the clocks a tenth of a second).
+    assert time.time() * 1000 - dropped_ms >= 900
+    refused = await refusal(client.view(match_id, joins[0].token))
+    assert (refused.code, refused.reason) == REVOKED

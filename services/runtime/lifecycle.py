@@ -28,6 +28,20 @@ def abandon(service: MatchService, record: MatchRecord, reason: str) -> list[Eve
     return [Event({"match_abandoned": {"reason": reason}}), Event({"match_ended": ended})]
 
 
+def left_in_progress(service: MatchService, record: MatchRecord, seat: int, reason: str) -> list[Event]:
+    """``seat``'s player is gone from ``record``, a match in progress (it left, or stayed
+    disconnected past its reconnection grace): ``on_leave`` applies, a bot takes the seat or
+    the match ends ABANDONED; either way the player's token and rejoin key stop working."""
+    seats = service.seats(record)
+    events = [Event({"player_left": {"seat": seat, "seat_freed": False}})]
+    if seats.options.on_leave == POLICY_ABANDON:
+        seats.revoke(seat)
+        return events + abandon(service, record, reason)
+    level = seats.options.bot_level
+    seats.seat_bot(seat, level)
+    return [*events, Event({"bot_seated": {"seat": seat, "level": level, "reason": reason}})]
+
+
 class Lifecycle:
     def __init__(self, service: MatchService) -> None:
         self.service = service
@@ -72,14 +86,7 @@ class Lifecycle:
                 seats.free(seat)
                 events = [Event({"player_left": {"seat": seat, "seat_freed": True}})]
             elif status == IN_PROGRESS:
-                events = [Event({"player_left": {"seat": seat, "seat_freed": False}})]
-                if seats.options.on_leave == POLICY_ABANDON:
-                    seats.revoke(seat)
-                    events += abandon(self.service, record, "left")
-                else:
-                    level = seats.options.bot_level
-                    seats.seat_bot(seat, level)
-                    events.append(Event({"bot_seated": {"seat": seat, "level": level, "reason": "left"}}))
+                events = left_in_progress(self.service, record, seat, "left")
             else:
                 raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
             if await self.service.commit_events(record, events):

@@ -104,6 +104,9 @@ class MatchFacts:
     active_seats: list[int]
     # Bot level of each seat ("" for a player) and the turn clocks (services/runtime/tables.py).
     bots: list[str] = field(default_factory=list)
+    # Each seat's presence (tables.Seats.connected / disconnected_since).
+    connected: list[bool] = field(default_factory=list)
+    disconnected_since: list[int] = field(default_factory=list)
     clocks: list[dict[str, int]] = field(default_factory=list)
     table: dict[str, Any] = field(default_factory=dict)
 
@@ -199,6 +202,8 @@ class MatchService:
             winners=list(state.winners()) if over else [],
             active_seats=_active_seats(state, status),
             bots=seats.bots(),
+            connected=[seats.connected(s) for s in range(record.players)],
+            disconnected_since=[seats.disconnected_since(s) for s in range(record.players)],
             clocks=seats.clocks() if status == IN_PROGRESS else [],
             table=seats.options.to_dict(),
         )
@@ -613,12 +618,10 @@ class MatchService:
                     return await self._committed(
                         record, state, previous, stored, due, first, result.rev, pending
                     )
-            metrics.commit_conflict(self.game.name, retrying=expected_version is None)
-            if expected_version is not None:
-                raise Aborted(
-                    f"expected_version: another move was committed first, match is past {expected_version}",
-                    field="expected_version",
-                )
+            # Another write won: the next attempt decides on the match as stored, and refuses a
+            # pinned expected_version only if a move was committed meanwhile (a seat event, a
+            # presence change, moves no version).
+            metrics.commit_conflict(self.game.name, retrying=True)
         raise Aborted("contention: too many concurrent moves on this match, retry", reason="contention")
 
     async def _committed(

@@ -16,6 +16,7 @@ from services.runtime.bot_pool import BotPool
 from services.runtime.codec import Codec
 from services.runtime.limits import ClientBudgets
 from services.runtime.matches import MatchService
+from services.runtime.presence import Presence
 from services.runtime.redis_client import RedisClient, connect, wait_until_ready
 from services.runtime.servicer import GameServicer
 from services.runtime.settings import ServiceSettings, SettingsError
@@ -39,9 +40,12 @@ class GameService:
     client: RedisClient
     port: int
     scheduler: Scheduler
+    presence: Presence
 
     async def close(self) -> None:
-        """After the server stopped: the scheduler, the watch hub, then the Redis client."""
+        """After the server stopped: the streams' last presence commits, the scheduler, the
+        watch hub, then the Redis client."""
+        await self.presence.close()
         await self.scheduler.stop()
         await self.scheduler.service.hub.close()
         await self.client.aclose()
@@ -62,7 +66,8 @@ async def build(settings: ServiceSettings) -> GameService:
         settings.limits, ClientBudgets(client, settings), settings.max_connection_age_s
     )
     service = MatchService(rules, MatchStore(client, settings.game), settings)
-    GameServicer(service, codec).add_to_server(server)
+    presence = Presence(service)
+    GameServicer(service, codec, presence).add_to_server(server)
     checker = await serving.add_health_and_reflection(server, [rules.GAME.full_service])
     # grpc raises when the port is taken: before the scheduler starts, since a running
     # scheduler would keep the process alive without its port.
@@ -70,7 +75,7 @@ async def build(settings: ServiceSettings) -> GameService:
     # Turn timers, server bots and the idle reaper.
     scheduler = Scheduler(service)
     scheduler.start()
-    return GameService(server, checker, client, port, scheduler)
+    return GameService(server, checker, client, port, scheduler, presence)
 
 
 async def watch_store(

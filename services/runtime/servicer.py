@@ -23,12 +23,16 @@ from services.runtime.lifecycle import Lifecycle
 from services.runtime.limits import client_id
 from services.runtime.matches import Joined, MatchFacts, MatchService
 from services.runtime.play import PlayOutbox
+from services.runtime.presence import Presence
 from services.runtime.tasks import cancel_until_done
 
 log = structlog.get_logger("rpc")
 
 
 def match_message(facts: MatchFacts) -> common_pb2.Match:
+    # Facts kept before presence existed (a players summary) have none: not connected.
+    connected = facts.connected or [False] * len(facts.seats)
+    since = facts.disconnected_since or [0] * len(facts.seats)
     return common_pb2.Match(
         match_id=facts.match_id,
         game=facts.game,
@@ -37,9 +41,17 @@ def match_message(facts: MatchFacts) -> common_pb2.Match:
         version=facts.version,
         seats=[
             common_pb2.Seat(
-                seat=i, player_name=name or "", taken=name is not None, bot=bool(bot), bot_level=bot
+                seat=i,
+                player_name=name or "",
+                taken=name is not None,
+                bot=bool(bot),
+                bot_level=bot,
+                connected=is_connected,
+                disconnected_since_unix_ms=since_ms,
             )
-            for i, (name, bot) in enumerate(zip(facts.seats, facts.bots, strict=True))
+            for i, (name, bot, is_connected, since_ms) in enumerate(
+                zip(facts.seats, facts.bots, connected, since, strict=True)
+            )
         ],
         scores=facts.scores,
         winners=facts.winners,
@@ -79,8 +91,9 @@ def _bind(**values: Any) -> None:
 
 
 class GameServicer:
-    def __init__(self, service: MatchService, codec: Codec) -> None:
+    def __init__(self, service: MatchService, codec: Codec, presence: Presence | None = None) -> None:
         self.service = service
+        self.presence = presence or Presence(service)
         self.lifecycle = Lifecycle(service)
         self.codec = codec
         self._closing: set[asyncio.Future[None]] = set()
@@ -179,10 +192,16 @@ class GameServicer:
     ) -> AsyncIterator[Message]:
         _bind(match_id=request.match_id)
         after_version = request.after_version if request.HasField("after_version") else None
-        events = self.service.watch(request.match_id, _token(context), after_version, request.after_seq)
+        token = _token(context)
+        events = self.service.watch(request.match_id, token, after_version, request.after_seq)
         self._end_with_call(context, events)
-        async for event in events:
-            yield self.codec.event(event)
+        # The seat's presence (a token that is not the seat's current one counts for nothing).
+        stream = self.presence.stream(request.match_id, token)
+        try:
+            async for event in events:
+                yield self.codec.event(event)
+        finally:
+            stream.close()
 
     async def PlayMatch(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
@@ -198,6 +217,7 @@ class GameServicer:
         detach = await self.service.attach_watch(
             watch.match_id, token, after_version, watch.after_seq, outbox
         )
+        stream = self.presence.stream(watch.match_id, token)
         moves = asyncio.create_task(self._play_moves(requests, watch.match_id, token, outbox))
         # Weakly: the task reaches the call's context through its requests, and the context
         # holds its callbacks (a reference cycle, kept until a full collection, otherwise).
@@ -207,6 +227,7 @@ class GameServicer:
             # The watch and the moves end with the call, however it ends: a client gone away
             # may leave this generator parked at a yield that is never resumed.
             detach()
+            stream.close()
             task = moves_ref()
             if task is not None:
                 task.cancel()
@@ -220,6 +241,7 @@ class GameServicer:
                 yield response
         finally:
             detach()
+            stream.close()
             await cancel_until_done([moves])
 
     async def _play_moves(

@@ -45,6 +45,7 @@ class TableOptions:
     no_spectators: bool = False
     bot_seats: tuple[int, ...] = ()
     bot_level: str = "random"
+    reconnect_grace_seconds: int = 0
 
     @classmethod
     def parse(cls, raw: dict[str, Any], players: int) -> TableOptions:
@@ -54,6 +55,12 @@ class TableOptions:
         for name, value in (("turn_seconds", turn), ("bank_seconds", bank)):
             if value > MAX_TURN_SECONDS:
                 raise InvalidArgument(f"table.{name}: at most {MAX_TURN_SECONDS}", field=f"table.{name}")
+        grace = int(raw.get("reconnect_grace_seconds") or 0)
+        if grace > MAX_TURN_SECONDS:
+            raise InvalidArgument(
+                f"table.reconnect_grace_seconds: at most {MAX_TURN_SECONDS}",
+                field="table.reconnect_grace_seconds",
+            )
         if bank and not turn:
             raise InvalidArgument("table.bank_seconds: needs turn_seconds", field="table.bank_seconds")
         max_timeouts = int(raw.get("max_timeouts") or 0) or DEFAULT_MAX_TIMEOUTS
@@ -76,6 +83,7 @@ class TableOptions:
             no_spectators=bool(raw.get("no_spectators")),
             bot_seats=bot_seats,
             bot_level=bot_level(raw.get("bot_level") or "", "table.bot_level"),
+            reconnect_grace_seconds=grace,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,6 +133,11 @@ def seat_generation(lifecycle: dict[str, Any], seat: int) -> int | None:
     """The token generation a record's lifecycle holds for ``seat`` (None: none kept)."""
     seats = lifecycle.get("seats", ())
     return int(seats[seat]["gen"]) if seat < len(seats) else None
+
+
+def _forget_streams(data: dict[str, Any]) -> None:
+    """The seat changed hands: its open streams (of a revoked token) no longer count."""
+    data.update(conn=0, gone_ms=0, grace_ms=0)
 
 
 # TableOptions of the record tables read lately, by the table dict's identity (a record's
@@ -194,6 +207,7 @@ class Seats:
         data = self.seats[seat]
         data["gen"] += 1
         data["exp_ms"] = now_ms + ttl_s * 1000
+        _forget_streams(data)
 
     def token(self, secret: bytes, seat: int) -> str:
         data = self.seats[seat]
@@ -255,11 +269,13 @@ class Seats:
         that player stop working (the seat keeps its name in the match's facts)."""
         data = self.seats[seat]
         data.update(gen=data["gen"] + 1, nonce="", start_ms=0, due_ms=0)
+        _forget_streams(data)
 
     def seat_bot(self, seat: int, level: str) -> None:
         """A server bot plays ``seat`` from now on; the player's token and key stop working."""
         data = self.seats[seat]
         data.update(gen=data["gen"] + 1, nonce="", bot=level, timeouts=0, start_ms=0, due_ms=0)
+        _forget_streams(data)
 
     def bot(self, seat: int) -> str:
         return str(self.seats[seat]["bot"])
@@ -272,7 +288,11 @@ class Seats:
     @property
     def scheduled(self) -> bool:
         """Whether this match needs the scheduler for more than the idle reaper."""
-        return self.options.turn_seconds > 0 or any(data["bot"] for data in self.seats)
+        return (
+            self.options.turn_seconds > 0
+            or any(data["bot"] for data in self.seats)
+            or any(data.get("grace_ms", 0) for data in self.seats)
+        )
 
     def after_change(
         self, active: list[int], mover: int | None, now_ms: int, think_ms: int, timed_out: bool = False
@@ -307,7 +327,49 @@ class Seats:
 
     def next_due_ms(self) -> int | None:
         dues = [data["due_ms"] for data in self.seats if data["due_ms"] > 0]
+        dues += [data["grace_ms"] for data in self.seats if data.get("grace_ms", 0) > 0]
         return min(dues) if dues else None
+
+    # -- presence ----------------------------------------------------------------------
+    # conn: the player's streams open now (of the seat's current token generation);
+    # gone_ms: when the last one closed (0 while one is open, or before the first);
+    # grace_ms: when the reconnection grace of a disconnected seat runs out (0 = none).
+
+    def connected(self, seat: int) -> bool:
+        data = self.seats[seat]
+        return data.get("conn", 0) > 0 and not data["bot"]
+
+    def disconnected_since(self, seat: int) -> int:
+        data = self.seats[seat]
+        return 0 if self.connected(seat) or data["bot"] else int(data.get("gone_ms", 0))
+
+    def stream_opened(self, seat: int) -> bool:
+        """One more stream of the seat's player; True when it is the first (connected now)."""
+        data = self.seats[seat]
+        data["conn"] = data.get("conn", 0) + 1
+        if data["conn"] > 1:
+            return False
+        data.update(gone_ms=0, grace_ms=0)
+        return True
+
+    def stream_closed(self, seat: int, now_ms: int, in_progress: bool) -> bool:
+        """One stream of the seat's player closed; True when it was the last (disconnected
+        now, and the reconnection grace of a match in progress starts)."""
+        data = self.seats[seat]
+        data["conn"] = max(0, data.get("conn", 0) - 1)
+        if data["conn"]:
+            return False
+        grace_ms = self.options.reconnect_grace_seconds * 1000
+        data.update(gone_ms=now_ms, grace_ms=now_ms + grace_ms if grace_ms and in_progress else 0)
+        return True
+
+    def graced_seats(self, now_ms: int) -> list[int]:
+        """Player seats disconnected past their reconnection grace: on_leave applies."""
+        return [
+            seat
+            for seat, data in enumerate(self.seats)
+            if 0 < data.get("grace_ms", 0) <= now_ms and not data.get("conn", 0) and not data["bot"]
+        ]
 
     def clocks(self) -> list[dict[str, int]]:
         """The turn clocks of seats with a pending decision (the ``SeatClock`` messages)."""

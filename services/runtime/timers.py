@@ -24,7 +24,7 @@ from services.engine import Event, JsonDict
 from services.runtime import metrics
 from services.runtime.bot_pool import BotPool, RoundEvents, bot_seed
 from services.runtime.bots import bot_move, timeout_move
-from services.runtime.lifecycle import abandon
+from services.runtime.lifecycle import abandon, left_in_progress
 from services.runtime.matches import IN_PROGRESS, WAITING, MatchService
 from services.runtime.record import MatchRecord
 from services.runtime.tables import POLICY_ABANDON
@@ -129,6 +129,12 @@ class Scheduler:
         if record.status != IN_PROGRESS:
             return None
         seats = service.seats(record)
+        graced = seats.graced_seats(now_ms)
+        if graced:
+            # Disconnected past the reconnection grace: on_leave applies, as to a leave.
+            log.info("seat_grace_over", match_id=record.match_id, seat=graced[0])
+            events = left_in_progress(service, record, graced[0], "disconnected")
+            return await service.commit_events(record, events, wake=False)
         state = service.decode_state(record.state)
         due = [s for s in seats.due_seats(now_ms) if s in state.active_seats()]
         if not due:
