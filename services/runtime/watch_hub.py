@@ -337,6 +337,14 @@ class WatchHub:
             self._remember(record)
         if record is not None:
             watchers = _drop_revoked(match, record, watchers)
+            newest = (record.version, record.event_seq)
+            if events and (events[-1].version, events[-1].seq) > newest:
+                # A read reaching back into the archive reads its last events after the
+                # record: those wait for a read whose record is as new (its revocations and
+                # prompts are theirs).
+                events = [e for e in events if (e.version, e.seq) <= newest]
+                match.must_read = True
+                match.wake.set()
         for watcher in watchers:
             for event in events:
                 position = (event.version, event.seq)
