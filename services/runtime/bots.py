@@ -26,9 +26,10 @@ def timeout_move(state: Any, seat: int) -> dict[str, Any]:
 
 
 def bot_move(state: Any, seat: int, level: str, seed: int, version: int) -> dict[str, Any]:
-    """A bot's move: ``random`` picks any legal move (seeded by the match, so replayable);
-    ``policy`` plays what the game's timeout policy would."""
-    if level == "policy":
+    """A bot's move without a search: ``random`` picks any legal move (seeded by the match, so
+    replayable); ``policy`` plays what the game's timeout policy would, and so do the
+    searching levels of a game without a bot adapter."""
+    if level != "random":
         return timeout_move(state, seat)
     moves: list[dict[str, Any]] = state.legal_moves(seat)
     return rng(seed, "bot", version, seat).choice(moves)
