@@ -18,9 +18,10 @@ from services.engine import JsonDict, rng
 from services.runtime.history import StoredEvent
 from services.runtime.store import MatchStore
 
-# Beyond this, a decision is given up and the policy move played instead: the budget is a
-# fraction of it, so only a queue of decisions far longer than the pool can serve hits it.
-DECISION_TIMEOUT_S = 10.0
+# Beyond this, a decision is given up and the policy move played instead. The budget is CPU
+# time and a worker runs at a low priority, so on a machine busy with other work a decision
+# takes many times its budget in wall time: this only catches a worker that is stuck.
+DECISION_TIMEOUT_S = 30.0
 # Decisions handed to the pool at once, per worker: one running, one ready to start. More
 # would only wait in the pool's queue; the scheduler leaves them due and comes back.
 IN_FLIGHT_PER_WORKER = 2

@@ -36,6 +36,9 @@ CLAIM_BATCH = 50
 # Server moves in a row for one match within one claim (bots answering bots).
 MAX_STEPS_PER_CLAIM = 200
 RETRY_AFTER_ERROR_S = 1.0
+# A bot due while every bot worker is busy is looked at again this much later, not at every
+# tick: each look loads and decodes its match on the event loop.
+BUSY_WORKERS_RETRY_MS = 500
 
 
 class Scheduler:
@@ -49,6 +52,7 @@ class Scheduler:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self.round_events = RoundEvents(service.store)
+        self._waiting_for_workers: set[str] = set()
 
     def start(self) -> asyncio.Task[None]:
         self._task = asyncio.create_task(self.run(), name=f"scheduler-{self.service.game.name}")
@@ -90,6 +94,7 @@ class Scheduler:
         # Act only within the first half of the lease, so the settle lands before it ends.
         until = time.monotonic() + self.settings.scheduler_lease_ms / 2000
         record = await self.service.store.load(match_id)
+        now_ms = 0
         for _ in range(MAX_STEPS_PER_CLAIM):
             if record is None:
                 break
@@ -108,7 +113,12 @@ class Scheduler:
                 record = await self.service.store.load(match_id)
             if time.monotonic() > until:
                 break
-        await self.due.settle(match_id, lease, self._next_due(record))
+        next_due = self._next_due(record)
+        if match_id in self._waiting_for_workers:
+            self._waiting_for_workers.discard(match_id)
+            if next_due:
+                next_due = str(max(int(next_due), now_ms + BUSY_WORKERS_RETRY_MS))
+        await self.due.settle(match_id, lease, next_due)
 
     def _next_due(self, record: MatchRecord | None) -> str:
         if record is None or record.status not in (WAITING, IN_PROGRESS):
@@ -143,7 +153,8 @@ class Scheduler:
         level = seats.bot(seat)
         if level:
             if self.searching(level) and self.pool.busy():
-                return None  # left due: claimed again at a later tick, when a worker is free
+                self._waiting_for_workers.add(record.match_id)
+                return None  # left due: claimed again later, when a worker may be free
             move = await self.bot_decision(record, state, seat, level)
             return await service.commit_server_move(record, seat, move, [], timed_out=False)
         consecutive = seats.timeouts(seat) + 1
