@@ -2,6 +2,8 @@
 
 A match's calls go to one replica (a hash of the match id over the replicas that are up),
 so that replica's cache of the match stays warm; any replica answers correctly, only slower.
+A listed name (a Kubernetes headless Service) stands for every address it resolves to,
+looked up again every health round, so each pod is a replica of its own.
 When every replica of a game is down, calls fail at once with UNAVAILABLE instead of
 waiting for a deadline; they wait (briefly) only for a replica that is still connecting.
 """
@@ -11,19 +13,22 @@ from __future__ import annotations
 import asyncio
 import itertools
 import zlib
+from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from gateway.discovery import Resolver, expand, system_resolver
 from services.runtime import metrics
 from services.runtime.errors import Unavailable
 
 log = structlog.get_logger("backends")
 
 _CHANNEL_OPTIONS = [
-    # A DNS name behind one address (a Kubernetes headless service) may resolve to many
-    # replicas: spread over all of them.
+    # A channel holds a listed name only until the pool has resolved it (or while it cannot):
+    # spread over the name's addresses meanwhile.
     ("grpc.lb_policy_name", "round_robin"),
     # Keep quiet connections (long watches) alive through proxies and NAT, and notice a
     # vanished replica; the services accept pings this often (serving.KEEPALIVE_OPTIONS).
@@ -40,35 +45,102 @@ _CHANNEL_OPTIONS = [
 # How long a call waits for a replica that is connecting (none is up yet) before UNAVAILABLE.
 CONNECT_WAIT_S = 1.0
 HEALTH_TIMEOUT_S = 2.0
+# A replica that left the resolved set keeps its channel this long: the streams it holds end
+# on its own terms (a replica shutting down hands them over) before the channel closes.
+REMOVED_GRACE_S = 30.0
 
 _READY = grpc.ChannelConnectivity.READY
 _FAILED = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN)
 
 
+@dataclass(eq=False)
+class Replica:
+    """One replica's channel, and the calls made on it (made once, not on every call)."""
+
+    address: str
+    channel: grpc.aio.Channel
+    seed: int  # its weight in the match hash comes from its address, not its place in a list
+    _calls: dict[tuple[str, str], Any] = field(default_factory=dict)
+
+    @classmethod
+    def connect(cls, address: str) -> Replica:
+        channel = grpc.aio.insecure_channel(f"dns:///{address}", options=_CHANNEL_OPTIONS)
+        return cls(address, channel, zlib.crc32(address.encode()))
+
+    def call(self, kind: str, method: str) -> Any:
+        """``kind`` is the channel's factory: unary_unary, unary_stream or stream_stream."""
+        made = self._calls.get((kind, method))
+        if made is None:
+            made = self._calls[(kind, method)] = getattr(self.channel, kind)(method)
+        return made
+
+
 class ReplicaPool:
-    def __init__(self, service: str, addresses: tuple[str, ...]) -> None:
+    """A game's replicas: the listed addresses, each listed name standing for every address
+    it resolves to (see discovery), kept current by ``resolve``."""
+
+    def __init__(
+        self, service: str, addresses: tuple[str, ...], resolver: Resolver = system_resolver
+    ) -> None:
         self.service = service
-        self.addresses = addresses
-        self.channels = [
-            grpc.aio.insecure_channel(f"dns:///{a}", options=_CHANNEL_OPTIONS) for a in addresses
-        ]
-        self._hash_seeds = [a.encode() for a in addresses]
+        self.listed = addresses
+        self.resolver = resolver
+        # Until the first resolution the listed addresses themselves (gRPC resolves a name).
+        self.replicas = [Replica.connect(a) for a in addresses]
+        self._retiring: set[asyncio.Task[None]] = set()
+        self._resolve_failed = False
         self._turn = itertools.count()
         self._outage = False
 
-    def ready(self) -> list[int]:
-        """Indexes of the replicas that are connected now (asking the others to connect)."""
-        return [i for i, c in enumerate(self.channels) if c.get_state(try_to_connect=True) is _READY]
+    @property
+    def addresses(self) -> tuple[str, ...]:
+        return tuple(r.address for r in self.replicas)
+
+    async def resolve(self) -> None:
+        """Follow the listed names to their current addresses. A replica that stays keeps its
+        channel and its matches; one that is gone stops taking calls at once and its channel
+        closes after REMOVED_GRACE_S, so the streams it holds end on its own terms first."""
+        try:
+            current = await expand(self.listed, self.resolver)
+        except (OSError, TimeoutError) as error:
+            if not self._resolve_failed:
+                log.warning("backend_resolve_failed", backend=self.service, error=str(error) or repr(error))
+            self._resolve_failed = True
+            return
+        self._resolve_failed = False
+        known = {r.address: r for r in self.replicas}
+        if set(current) == set(known):
+            return
+        self.replicas = [known.get(a) or Replica.connect(a) for a in current]
+        gone = [r for a, r in known.items() if a not in current]
+        log.info(
+            "backend_replicas",
+            backend=self.service,
+            replicas=list(current),
+            added=[a for a in current if a not in known],
+            removed=[r.address for r in gone],
+        )
+        for replica in gone:
+            closing = asyncio.create_task(replica.channel.close(grace=REMOVED_GRACE_S))
+            self._retiring.add(closing)
+            closing.add_done_callback(self._retiring.discard)
+
+    def ready(self) -> list[Replica]:
+        """The replicas that are connected now (asking the others to connect)."""
+        return [r for r in self.replicas if r.channel.get_state(try_to_connect=True) is _READY]
 
     def pick(self) -> grpc.aio.Channel:
         """A replica's channel for a caller that routes by itself (the web port): the next
         connected one in turn, else any (the call then waits or fails on its own)."""
-        ready = self.ready()
-        return self.channels[ready[next(self._turn) % len(ready)] if ready else 0]
+        ready = self.ready() or self.replicas
+        return ready[next(self._turn) % len(ready)].channel
 
-    async def choose(self, key: bytes = b"") -> int:
+    async def choose(self, key: bytes = b"") -> Replica:
         """The replica for a call: by ``key`` (a match id) when given, else in turn.
 
+        By key it is rendezvous hashing: the connected replica with the highest hash of
+        (its address, the key). A replica that comes or goes moves only the matches it
+        wins or won; the others stay where they are.
         Raises ``Unavailable`` when no replica is up and none connects within CONNECT_WAIT_S."""
         ready = self.ready()
         if not ready:
@@ -78,12 +150,13 @@ class ReplicaPool:
         if len(ready) == 1:
             return ready[0]
         if key:
-            seeds = self._hash_seeds
-            return max(ready, key=lambda i: zlib.crc32(key, zlib.crc32(seeds[i])))
+            return max(ready, key=lambda r: zlib.crc32(key, r.seed))
         return ready[next(self._turn) % len(ready)]
 
-    async def _wait_for_one(self) -> list[int]:
-        connecting = [c for c in self.channels if c.get_state(try_to_connect=True) not in _FAILED]
+    async def _wait_for_one(self) -> list[Replica]:
+        connecting = [
+            r.channel for r in self.replicas if r.channel.get_state(try_to_connect=True) not in _FAILED
+        ]
         if connecting:
             waits = [asyncio.ensure_future(c.channel_ready()) for c in connecting]
             _done, pending = await asyncio.wait(
@@ -108,8 +181,10 @@ class ReplicaPool:
             log.info("backend_recovered", backend=self.service)
 
     async def close(self) -> None:
-        for channel in self.channels:
-            await channel.close()
+        for replica in self.replicas:
+            await replica.channel.close()
+        for closing in list(self._retiring):
+            closing.cancel()
 
     async def _replica_serving(self, channel: grpc.aio.Channel) -> bool:
         request = health_pb2.HealthCheckRequest(service=self.service)
@@ -125,7 +200,7 @@ class ReplicaPool:
 
     async def serving_count(self) -> int:
         """How many replicas answer SERVING for the game's service."""
-        answers = await asyncio.gather(*(self._replica_serving(c) for c in self.channels))
+        answers = await asyncio.gather(*(self._replica_serving(r.channel) for r in self.replicas))
         return sum(answers)
 
     async def serving(self) -> bool:
@@ -134,7 +209,9 @@ class ReplicaPool:
 
 async def refresh_health(checker: health.aio.HealthServicer, pools: list[ReplicaPool]) -> None:
     """Mirror each game's backend health on the gateway's health service; the overall
-    health (``""``, the one probes use) is SERVING only while every game has a replica."""
+    health (``""``, the one probes use) is SERVING only while every game has a replica.
+    Each round first follows the listed names to their current replicas."""
+    await asyncio.gather(*(pool.resolve() for pool in pools))
     counts = await asyncio.gather(*(pool.serving_count() for pool in pools))
     serving, not_serving = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
     for pool, count in zip(pools, counts, strict=True):

@@ -71,14 +71,12 @@ class Route:
     # Requests stream too (PlayMatch): routed by the token's match id, before any request.
     client_streaming: bool = False
 
-    def __post_init__(self) -> None:
-        # One multicallable per replica, made once rather than on every call.
+    @property
+    def kind(self) -> str:
+        """The channel's factory for this method's calls (see backends.Replica.call)."""
         if self.client_streaming:
-            self.calls: list[Any] = [c.stream_stream(self.method) for c in self.pool.channels]
-        elif self.streaming:
-            self.calls = [c.unary_stream(self.method) for c in self.pool.channels]
-        else:
-            self.calls = [c.unary_unary(self.method) for c in self.pool.channels]
+            return "stream_stream"
+        return "unary_stream" if self.streaming else "unary_unary"
 
     def metadata(self, context: grpc.aio.ServicerContext) -> tuple[tuple[str, Any], ...] | None:
         incoming = context.invocation_metadata()
@@ -89,13 +87,13 @@ class Route:
         return (*(kept or ()), (FORWARDED_CLIENT, client))
 
     async def target(self, request: bytes) -> Any:
-        index = await self.pool.choose(_route_key(request) if self.by_match else b"")
-        return self.calls[index]
+        replica = await self.pool.choose(_route_key(request) if self.by_match else b"")
+        return replica.call(self.kind, self.method)
 
     async def target_of_stream(self, context: grpc.aio.ServicerContext) -> Any:
         token = bearer_token(context.invocation_metadata()) if self.by_match else None
-        index = await self.pool.choose(match_of_token(token).encode() if token else b"")
-        return self.calls[index]
+        replica = await self.pool.choose(match_of_token(token).encode() if token else b"")
+        return replica.call(self.kind, self.method)
 
 
 def _handler(route: Route) -> grpc.RpcMethodHandler:

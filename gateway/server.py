@@ -12,6 +12,7 @@ from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from mogames.players.v1 import players_pb2
 
 from gateway.backends import ReplicaPool, watch_health
+from gateway.discovery import Resolver, system_resolver
 from gateway.health_port import start_health_port
 from gateway.lobby import LobbyServicer
 from gateway.proxy import GameProxy, Route
@@ -43,7 +44,7 @@ def _bind(server: grpc.aio.Server, settings: GatewaySettings) -> int:
 
 
 async def build(
-    settings: GatewaySettings,
+    settings: GatewaySettings, resolver: Resolver = system_resolver
 ) -> tuple[grpc.aio.Server, serving.health.aio.HealthServicer, list[ReplicaPool], int]:
     routes: dict[str, Route] = {}
     pools = []
@@ -52,7 +53,7 @@ async def build(
     for game_name, addresses in settings.backends.items():
         game = rules_module(game_name).GAME
         games.append(game)
-        pool = ReplicaPool(game.full_service, addresses)
+        pool = ReplicaPool(game.full_service, addresses, resolver)
         pools.append(pool)
         pools_by_game[game_name] = pool
         # Importing the game's generated code also registers its descriptors for reflection.
@@ -70,7 +71,7 @@ async def build(
     own_services = []
     if settings.players_backends:
         players = players_pb2.DESCRIPTOR.services_by_name["Players"]
-        pool = ReplicaPool(players.full_name, settings.players_backends)
+        pool = ReplicaPool(players.full_name, settings.players_backends, resolver)
         pools.append(pool)
         own_services.append(players.full_name)
         for method in players.methods:
