@@ -23,7 +23,7 @@ from services.bots.search import search
 from services.engine import JsonDict
 from tests.bots.positions import Position, player_counts, positions
 
-BUDGET = Budget(playouts=16, cpu_s=None)
+BUDGET = Budget(playouts=12, cpu_s=None)
 # A decision path: (game, true state, seat, events so far, seed) -> move.
 Decider = Callable[[str, Any, int, list[Any], int], JsonDict]
 
@@ -66,7 +66,7 @@ def differing_decisions(game: str, decider: Decider, enough: int = 1000) -> int:
     differing = 0
     for players in player_counts(game):
         for seed in range(2):
-            for i, position in enumerate(positions(game, players, seed, every=13, limit=160)):
+            for i, position in enumerate(positions(game, players, seed, every=23, limit=160)):
                 if len(position.state.legal_moves(position.seat)) < 2:
                     continue
                 decision_seed = seed * 1000 + i

@@ -1,12 +1,10 @@
 """Searching bots in the server, on real Redis and real gRPC: the levels are accepted
 wherever a bot is seated (table.bot_seats, AddBot, FindMatch's fill) and refused by name when
-unknown, a hard bot plays its seat through the scheduler, and its search runs in a worker
-process while the replica's event loop stays free."""
+unknown, and searching bots play their seats through the scheduler."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 
 import grpc
 import pytest
@@ -14,9 +12,6 @@ from mogames.common.v1 import common_pb2
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
 from deploy.redis_server import running_redis
-from services.bots.decide import seat_information
-from services.catalog import rules_module
-from services.runtime.bot_pool import BotPool
 from tests.conftest import running_services
 from tests.helpers import refusal
 
@@ -78,24 +73,3 @@ async def test_find_match_fills_with_bots_of_the_level_asked(bot_cluster):
     request.ticket_id, request.bot_level = "bots-2", "expert"
     bad = await refusal(lobby.FindMatch(request, timeout=30))
     assert (bad.code, bad.field) == (grpc.StatusCode.INVALID_ARGUMENT, "bot_level")
-
-
-async def test_a_search_runs_off_the_event_loop():
-    state = rules_module(GAME).State.new(3, 5, {})
-    events = state.opening_events()
-    seat = state.active_seats()[0]
-    view, history = seat_information(state, seat, events)
-    pool = BotPool.shared(1)
-    await pool.decide(GAME, view, seat, "medium", 1, history)  # the worker is up
-    loop_cpu = time.thread_time()
-    deciding = asyncio.ensure_future(pool.decide(GAME, view, seat, "hard", 2, history))
-    ticks = 0
-    while not deciding.done():
-        await asyncio.sleep(0.005)
-        ticks += 1
-    loop_cpu = time.thread_time() - loop_cpu
-    move, cpu_s = await deciding
-    assert move in state.legal_moves(seat)
-    assert cpu_s <= 0.3, "the hard level stops at its CPU budget"
-    # Had the search run on the loop's thread, that thread would have spent its CPU time.
-    assert ticks > 1 and loop_cpu < cpu_s / 2, (loop_cpu, cpu_s)
