@@ -11,15 +11,17 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+import redis.asyncio as aioredis
 
 from clients.bot import play_match
+from deploy.redis_server import running_redis
 from services.catalog import rules_module
 from services.runtime import keys
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
 from tests import helpers
-from tests.conftest import service_settings
+from tests.conftest import running_services, service_settings
 from tests.helpers import active_seat_move, events_before, is_history, refusal, start_match
 
 GAME = "happy_mochi"
@@ -179,7 +181,19 @@ async def watch_command_calls(redis_client) -> dict[str, int]:
     return {name: stats.get(f"cmdstat_{name}", {}).get("calls", 0) for name in WATCH_COMMANDS}
 
 
-async def test_quiet_watchers_cost_no_redis_commands(cluster, redis_client):
+async def test_quiet_watchers_cost_no_redis_commands():
+    # A Redis and replicas of its own: Redis counts commands server-wide, and the session's
+    # shared ones serve other tests' matches (bots, clocks) that keep playing meanwhile.
+    with running_redis() as url:
+        async with running_services(url, games=[GAME]) as own:
+            redis_client = aioredis.Redis.from_url(url)
+            try:
+                await _quiet_watchers_cost_no_redis_commands(own, redis_client)
+            finally:
+                await redis_client.aclose()
+
+
+async def _quiet_watchers_cost_no_redis_commands(cluster, redis_client):
     replica_a, replica_b = cluster.replica_client(GAME, 0), cluster.replica_client(GAME, 1)
     started = await start_match(replica_a, 2, seed=5)
     streams = [
