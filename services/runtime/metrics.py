@@ -37,6 +37,12 @@ BOT_DECISION_SECONDS = Histogram(
     ["game", "level"],
     buckets=_BUCKETS,
 )
+STALLED_MATCHES = Gauge(
+    "mogames_stalled_matches",
+    "Live matches whose seat to move is watched here but got no prompt for MOGAMES_STALL_AFTER_S, "
+    "with nothing due",
+    ["game"],
+)
 BACKENDS_UP = Gauge(
     "mogames_gateway_backends_up", "Replicas answering SERVING, per game service", ["service"]
 )

@@ -177,6 +177,8 @@ class ServiceSettings:
     # one replica holds a due match before another may take it over.
     scheduler_tick_ms: int = 200
     scheduler_lease_ms: int = 5000
+    # A live match whose seat to move, watched here, has had no prompt this long is reported.
+    stall_after_s: int = 300
     # Input limits at the edge (services.runtime.limits), checked before any conversion.
     limits: InputLimits = field(default_factory=lambda: InputLimits())
     # Per-client abuse limits on CreateMatch/JoinMatch, shared by every replica through Redis.
@@ -228,6 +230,7 @@ class ServiceSettings:
             bot_workers=_int("MOGAMES_BOT_WORKERS", 1, minimum=1),
             scheduler_tick_ms=_int("MOGAMES_SCHEDULER_TICK_MS", 200, minimum=10),
             scheduler_lease_ms=_int("MOGAMES_SCHEDULER_LEASE_MS", 5000, minimum=100),
+            stall_after_s=_int("MOGAMES_STALL_AFTER_S", 300, minimum=1),
             limits=InputLimits.from_env(),
             create_per_window=_int("MOGAMES_CREATE_LIMIT", 30),
             join_per_window=_int("MOGAMES_JOIN_LIMIT", 120),

@@ -1,5 +1,5 @@
 """The scheduler every replica runs: fires turn deadlines, plays server bots, reaps idle
-matches.
+matches, and reports stalled ones (services/runtime/stalls.py).
 
 A tick claims the game's due entries (``services/runtime/due.py``): each is held by a lease
 until which no other replica sees it as due, so one replica acts; if that replica dies
@@ -27,6 +27,7 @@ from services.runtime.bots import bot_move, timeout_move
 from services.runtime.lifecycle import abandon, left_in_progress
 from services.runtime.matches import IN_PROGRESS, WAITING, MatchService
 from services.runtime.record import MatchRecord
+from services.runtime.stalls import StallWatch
 from services.runtime.tables import POLICY_ABANDON
 from services.runtime.tasks import cancel_until_done
 
@@ -53,17 +54,23 @@ class Scheduler:
         self._stopping = False
         self.round_events = RoundEvents(service.store)
         self._waiting_for_workers: set[str] = set()
+        self.stall_watch = StallWatch(service, lambda: self._stopping)
+        self._stall_task: asyncio.Task[None] | None = None
 
     def start(self) -> asyncio.Task[None]:
         self._task = asyncio.create_task(self.run(), name=f"scheduler-{self.service.game.name}")
         self.running.add(self._task)
         self._task.add_done_callback(self.running.discard)
+        self._stall_task = asyncio.create_task(
+            self.stall_watch.run(), name=f"stalls-{self.service.game.name}"
+        )
+        self.running.add(self._stall_task)
+        self._stall_task.add_done_callback(self.running.discard)
         return self._task
 
     async def stop(self) -> None:
         self._stopping = True
-        if self._task is not None:
-            await cancel_until_done([self._task])
+        await cancel_until_done([t for t in (self._task, self._stall_task) if t is not None])
 
     async def run(self) -> None:
         while not self._stopping:

@@ -121,6 +121,17 @@ class WatchHub:
     def watchers(self) -> int:
         return sum(len(m.watchers) for m in self._matches.values())
 
+    def prompted_seats(self) -> dict[str, dict[int, int]]:
+        """match id -> each seat watched here -> the newest version one of its watchers
+        was prompted at (-1: none yet)."""
+        seats: dict[str, dict[int, int]] = {}
+        for match_id, match in self._matches.items():
+            for watcher in match.watchers:
+                if watcher.seat is not None:
+                    of_match = seats.setdefault(match_id, {})
+                    of_match[watcher.seat] = max(of_match.get(watcher.seat, -1), watcher.prompted)
+        return seats
+
     async def watch(
         self, match_id: str, seat: int | None, after: Cursor, heartbeat_s: float, generation: int = 0
     ) -> AsyncGenerator[StoredEvent | None, None]:
