@@ -34,70 +34,74 @@ def value(samples: dict, name: str, **labels: str) -> float:
     return samples.get((name, frozenset(labels.items())), 0.0)
 
 
-async def test_metrics_of_service_and_gateway_move_with_play(redis_url, tmp_path):
-    service_port, gateway_port = free_port(), free_port()
-    service_metrics, gateway_metrics = free_port(), free_port()
-    service = spawn_service(
-        "happy_mochi",
-        f"127.0.0.1:{service_port}",
-        redis_url,
-        tmp_path / "service.log",
-        {"MOGAMES_ALLOW_CLIENT_SEED": "true", "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{service_metrics}"},
-    )
-    gateway = spawn(
-        ["-m", "gateway"],
-        {
-            "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
-            "MOGAMES_BACKENDS_HAPPY_MOCHI": f"127.0.0.1:{service_port}",
-            "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{gateway_metrics}",
-            "MOGAMES_WEB_LISTEN": "",
-        },
-        tmp_path / "gateway.log",
-    )
-    try:
-        for port in (service_port, gateway_port, service_metrics, gateway_metrics):
-            wait_for_port(port, 30)
-        before = scrape(service_metrics)
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
-            client = GameClient(channel, "happy_mochi")
-            started = await start_match(client, 2, seed=5)
-            for _ in range(MOVES):
-                seat, move, version = await active_seat_move(client, started)
-                await client.submit(started.match_id, started.tokens[seat], move, expected_version=version)
-            watched = await client.create(2)
-            watch = client.watch(watched.match_id)
-            read = asyncio.ensure_future(watch.read())
-            play = await client.play(started.match_id, started.tokens[0])  # a watch too
-            await asyncio.wait_for(play.read(), 10)
+async def test_metrics_of_service_and_gateway_move_with_play(tmp_path):
+    # Its own Redis: no other process's matches (their bots, their timers) are played by
+    # this service's scheduler, whose moves the counts below include.
+    with running_redis() as redis_url:
+        service_port, gateway_port = free_port(), free_port()
+        service_metrics, gateway_metrics = free_port(), free_port()
+        service = spawn_service(
+            "happy_mochi",
+            f"127.0.0.1:{service_port}",
+            redis_url,
+            tmp_path / "service.log",
+            {"MOGAMES_ALLOW_CLIENT_SEED": "true", "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{service_metrics}"},
+        )
+        gateway = spawn(
+            ["-m", "gateway"],
+            {
+                "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+                "MOGAMES_BACKENDS_HAPPY_MOCHI": f"127.0.0.1:{service_port}",
+                "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{gateway_metrics}",
+                "MOGAMES_WEB_LISTEN": "",
+            },
+            tmp_path / "gateway.log",
+        )
+        try:
+            for port in (service_port, gateway_port, service_metrics, gateway_metrics):
+                wait_for_port(port, 30)
+            before = scrape(service_metrics)
+            async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+                client = GameClient(channel, "happy_mochi")
+                started = await start_match(client, 2, seed=5)
+                for _ in range(MOVES):
+                    seat, move, version = await active_seat_move(client, started)
+                    token = started.tokens[seat]
+                    await client.submit(started.match_id, token, move, expected_version=version)
+                watched = await client.create(2)
+                watch = client.watch(watched.match_id)
+                read = asyncio.ensure_future(watch.read())
+                play = await client.play(started.match_id, started.tokens[0])  # a watch too
+                await asyncio.wait_for(play.read(), 10)
 
-            async def both_open() -> bool:  # on the replica (the WatchMatch sends nothing yet)
-                return value(scrape(service_metrics), "mogames_watchers", service=HAPPY) >= 2
+                async def both_open() -> bool:  # on the replica (the WatchMatch sends nothing yet)
+                    return value(scrape(service_metrics), "mogames_watchers", service=HAPPY) >= 2
 
-            await wait_until(both_open, "both watches open")
-            during = scrape(service_metrics)
-            watch.cancel()
-            read.cancel()
-            play.cancel()
-        service_after, gateway_after = scrape(service_metrics), scrape(gateway_metrics)
-    finally:
-        for process in (gateway, service):
-            process.send_signal(signal.SIGTERM)
-        for process in (gateway, service):
-            process.wait(timeout=30)
+                await wait_until(both_open, "both watches open")
+                during = scrape(service_metrics)
+                watch.cancel()
+                read.cancel()
+                play.cancel()
+            service_after, gateway_after = scrape(service_metrics), scrape(gateway_metrics)
+        finally:
+            for process in (gateway, service):
+                process.send_signal(signal.SIGTERM)
+            for process in (gateway, service):
+                process.wait(timeout=30)
 
-    moved = value(service_after, "mogames_moves_committed_total", game="happy_mochi") - value(
-        before, "mogames_moves_committed_total", game="happy_mochi"
-    )
-    assert moved == MOVES
-    ok_submits = value(service_after, "mogames_rpcs_total", method="SubmitMove", code="OK")
-    assert ok_submits == MOVES
-    assert value(gateway_after, "mogames_rpcs_total", method="SubmitMove", code="OK") == MOVES
-    assert value(service_after, "mogames_rpc_seconds_count", method="SubmitMove") == MOVES
-    assert value(gateway_after, "mogames_rpc_seconds_count", method="ListLegalMoves") > 0
-    assert value(service_after, "mogames_redis_command_seconds_count", command="EVALSHA") >= MOVES
-    assert value(gateway_after, "mogames_gateway_backends_up", service=HAPPY) == 1
-    assert value(during, "mogames_watchers", service=HAPPY) == 2
-    assert value(during, "mogames_watched_matches", service=HAPPY) == 2
+        moved = value(service_after, "mogames_moves_committed_total", game="happy_mochi") - value(
+            before, "mogames_moves_committed_total", game="happy_mochi"
+        )
+        assert moved == MOVES
+        ok_submits = value(service_after, "mogames_rpcs_total", method="SubmitMove", code="OK")
+        assert ok_submits == MOVES
+        assert value(gateway_after, "mogames_rpcs_total", method="SubmitMove", code="OK") == MOVES
+        assert value(service_after, "mogames_rpc_seconds_count", method="SubmitMove") == MOVES
+        assert value(gateway_after, "mogames_rpc_seconds_count", method="ListLegalMoves") > 0
+        assert value(service_after, "mogames_redis_command_seconds_count", command="EVALSHA") >= MOVES
+        assert value(gateway_after, "mogames_gateway_backends_up", service=HAPPY) == 1
+        assert value(during, "mogames_watchers", service=HAPPY) == 2
+        assert value(during, "mogames_watched_matches", service=HAPPY) == 2
 
 
 async def test_moves_of_server_bots_and_timed_out_seats_are_counted_once_each(tmp_path):
