@@ -1,12 +1,14 @@
 """End to end in headless Chromium: the page served by the gateway's web port creates a
 match of each game in its lobby, a tab per seat plays it to the end by clicking legal
 moves, one tab reloads mid-match and goes on, a refused move shows the server's rule and
-changes nothing, a spectator sees no hidden card, and the scores shown are GetMatch's."""
+changes nothing, a spectator sees no hidden card, the scores shown are GetMatch's, and no page
+ever shows a wire name (an enum value, "seat N", an object printed as text)."""
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,15 @@ from tests.web.players import TIMEOUT_MS, Chooser, Tab, any_move, preferring
 
 MAX_CLICKS = 1500
 STALL_S = 60
+# What the page must never show a person: an enum's wire name, a seat number, an object
+# printed as text.
+WIRE_TEXT = re.compile(r"\b[A-Z]{2,}_[A-Z_]+\b|seat \d|\[object")
+
+
+async def assert_words_only(tab: Tab) -> None:
+    shown = await tab.page.locator("body").inner_text()
+    found = WIRE_TEXT.findall(shown)
+    assert not found, f"{tab.name}'s page shows wire names {sorted(set(found))}"
 
 
 @dataclass
@@ -149,6 +160,7 @@ async def test_a_match_played_in_the_browser(
                 continue
             await tab.click_move(setup.choose(moves, rng))
             clicks += 1
+            await assert_words_only(tab)
             if clicks % 20 == 0:
                 print(f"{setup.game}: {clicks} clicks, version {await tab.version()}", flush=True)
             break
@@ -168,6 +180,7 @@ async def test_a_match_played_in_the_browser(
     spectator = await open_tab(browser, link, "Late spectator")
     for tab in [*tabs, spectator]:
         await tab.page.wait_for_selector("#final")
+        await assert_words_only(tab)
     await creator.page.screenshot(path=ARTIFACTS / f"{setup.game}-final.png", full_page=True)
     final = await web_stack.cluster.client(setup.game).match(match_id)
     assert final.status == 3  # FINISHED

@@ -5,7 +5,8 @@ import { auth, describeError, GAMES, gameClient, isCode } from "./api.js";
 import { h } from "./dom.js";
 import { RENDERERS } from "./games/index.js";
 import type { LegalMove, TableContext } from "./games/types.js";
-import { describe, renderGenericView, type Json } from "./render.js";
+import { renderGenericView, type Json } from "./render.js";
+import { enumWords, Speaker } from "./words.js";
 import { heldSeat, holdSeat, playerName, releaseSeat, type HeldSeat } from "./seats.js";
 import { MatchStatus, type Match } from "./gen/mogames/common/v1/common_pb.js";
 
@@ -26,7 +27,9 @@ const REFRESH_DEBOUNCE_MS = 15;
 
 interface LogLine {
   version: number;
-  text: string;
+  kind: string;
+  // The event's fields, zeros included: seat 0 is a seat, not an absent field.
+  body: { [key: string]: Json };
 }
 
 export class Table {
@@ -163,10 +166,9 @@ export class Table {
       if (this.seat && prompt.seat === this.seat.seat) this.promptMoves = prompt.moves;
     } else {
       this.cursor = { version: event.version, seq: event.seq };
-      const json = toJson(this.descriptors.event, event) as { [key: string]: Json };
-      delete json.version;
-      delete json.seq;
-      this.log.push({ version: Number(event.version), text: describe(json) });
+      const json = toJson(this.descriptors.event, event, { alwaysEmitImplicit: true }) as { [key: string]: Json };
+      const body = json[kind ?? ""];
+      this.log.push({ version: Number(event.version), kind: kind ?? "", body: body && typeof body === "object" && !Array.isArray(body) ? body : {} });
       if (this.log.length > HISTORY_LIMIT) this.log.splice(0, this.log.length - HISTORY_LIMIT);
       this.promptMoves = undefined;
     }
@@ -269,7 +271,7 @@ export class Table {
     } catch (error) {
       const refused = describeError(error);
       if (refused.reason) {
-        this.error = refusal(refused.reason, refused.message);
+        this.error = refusal(refused.reason, refused.message, this.match?.seats.map((s) => s.playerName) ?? []);
         this.errorReason = refused.reason;
       } else {
         // Not the rules' answer: the call did not get through (the move may or may not have
@@ -348,6 +350,7 @@ export class Table {
     const link = `${window.location.origin}/?game=${this.game}&match=${this.matchId}`;
     const names = match.seats.map((s) => s.playerName || (s.bot ? `bot ${s.seat + 1}` : `player ${s.seat + 1}`));
     const freeSeats = match.seats.some((s) => !s.taken);
+    const speaker = new Speaker(names);
     const ctx: TableContext = {
       view: this.view ?? {},
       moves: this.moves.map((m, index) => ({ json: m.json, index })),
@@ -361,7 +364,7 @@ export class Table {
             "data-testid": "move",
             "data-move": JSON.stringify(move.json),
             disabled: this.busy,
-            title: describe(move.json),
+            title: speaker.move(move.json),
             onclick: () => void this.play(move.index),
           },
           ...content,
@@ -427,14 +430,14 @@ export class Table {
               "div",
               { class: "moves", id: "moves" },
               h("h2", {}, this.moves.length ? "Your legal moves" : "Waiting for the other players"),
-              this.moves.map((m, index) => ctx.moveButton({ json: m.json, index }, [renderer?.describeMove?.(m.json) ?? describe(m.json)])),
+              this.moves.map((m, index) => ctx.moveButton({ json: m.json, index }, [renderer?.describeMove?.(m.json) ?? speaker.move(m.json)])),
             )
           : null,
         h(
           "div",
           { class: "log", id: "log" },
           h("h2", {}, "Events"),
-          h("ol", {}, this.log.slice(-60).reverse().map((line) => h("li", {}, h("span", { class: "v" }, `v${line.version}`), " ", line.text))),
+          h("ol", {}, this.log.slice(-60).reverse().map((line) => h("li", {}, h("span", { class: "v" }, `v${line.version}`), " ", speaker.event(line.kind, line.body)))),
         ),
       ),
     );
@@ -446,10 +449,21 @@ function backoff(failures: number): number {
 }
 
 /** A refusal in words: the server's message names the rule first ("wrong_phase: …"), said once. */
-function refusal(reason: string, message: string): string {
-  const said = message.startsWith(`${reason}: `) ? message.slice(reason.length + 2) : message;
+function refusal(reason: string, message: string, names: string[]): string {
+  if (reason in REFUSALS) return REFUSALS[reason];
+  const said = (message.startsWith(`${reason}: `) ? message.slice(reason.length + 2) : message)
+    // The rules name seats by number; a person knows the players by name.
+    .replace(/\bseat (\d+)/g, (_, n: string) => names[Number(n)] || `player ${Number(n) + 1}`)
+    .replace(/\b[A-Z][A-Z0-9]*(_[A-Z0-9]+)+\b/g, enumWords);
   return `That move is not allowed: ${said}`;
 }
+
+// The platform's refusals in words; a game's own rules are said by the server's message.
+const REFUSALS: Record<string, string> = {
+  not_your_turn: "That move is not allowed: it is not your turn.",
+  token_revoked: "This seat is no longer yours (you left, or a bot took it).",
+  match_over: "The match is over: no more moves.",
+};
 
 // A dot on the tab's icon and a word in its title when the seat is to play.
 const TURN_ICON =

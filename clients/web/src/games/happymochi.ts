@@ -2,6 +2,7 @@
 import { h } from "../dom.js";
 import { backs, card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj } from "./parts.js";
 import type { GameRenderer, TableContext } from "./types.js";
+import { Speaker } from "../words.js";
 
 const COLOURS: Record<string, string> = {
   red: "#d3312b",
@@ -61,7 +62,7 @@ export const happyMochi: GameRenderer = {
         zone("central duo", central(obj(v.centralLeft), num(v.leftHeight), "LEFT"), central(obj(v.centralRight), num(v.rightHeight), "RIGHT")),
         zone(`deck (${num(v.deckSize)})`, deck ? ctx.moveButton(deck, ["draw"], "card back") : backs(1)),
         v.drawnCard ? zone(`held card (${short(v.drawnFrom, "DRAW_SOURCE_")})`, card(ctx, look(obj(v.drawnCard)))) : null,
-        list(v.pendingEffects).length ? zone("effects to resolve", ...list(v.pendingEffects).map((e) => pill(Object.values(obj(e)).map(String).join(" ")))) : null,
+        list(v.pendingEffects).length ? zone("effects to resolve", ...list(v.pendingEffects).map((e) => pill(new Speaker(ctx.names).fields(e)))) : null,
       ),
       h("div", { class: "row" }, ...list(v.handSizes).map((n, seat) => pill(`${seatName(ctx, seat)}: ${num(n)} cards, ${num(list(v.totalScores)[seat])} penalty`))),
       ctx.seat !== null ? zone("your hand (click a card to play it and its right neighbour as a Duo; ↓ places a drawn card)", ...hand(ctx, list(v.hand).map(obj))) : null,

@@ -2,6 +2,7 @@
 import { h } from "../dom.js";
 import type { Json } from "../render.js";
 import type { LegalMove, TableContext } from "./types.js";
+import { enumWords } from "../words.js";
 
 export type Obj = { [key: string]: Json };
 
@@ -12,7 +13,8 @@ export const text = (value: Json | undefined): string => (value === null || valu
 
 /** An enum value without its prefix: SUIT_SPRING -> spring. */
 export function short(value: Json | undefined, prefix: string): string {
-  return text(value).replace(prefix, "").toLowerCase();
+  const said = text(value);
+  return said.startsWith(prefix) ? said.slice(prefix.length).toLowerCase() : enumWords(said);
 }
 
 /** The legal move of this kind whose fields match, if the seat has one. */
@@ -61,5 +63,5 @@ export function pill(content: string, className = ""): HTMLElement {
 }
 
 export function seatName(ctx: TableContext, seat: number): string {
-  return ctx.names[seat] ?? `seat ${seat}`;
+  return ctx.names[seat] ?? `player ${seat + 1}`;
 }
