@@ -1,25 +1,7 @@
-// The generic table: any game's view as labelled fields, any move or event as words.
+// The generic table: any game's view as labelled fields.
 import { h, words } from "./dom.js";
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-
-/** One line of words for a move or an event: {"playCard": {"card": 3}} -> "play card: card 3". */
-export function describe(value: Json): string {
-  if (value === null) return "";
-  if (Array.isArray(value)) return value.length ? `[${value.map(describe).join(", ")}]` : "none";
-  if (typeof value !== "object") return String(value);
-  const entries = Object.entries(value);
-  if (entries.length === 0) return "";
-  return entries
-    .map(([key, inner]) => {
-      const text = describe(inner);
-      if (typeof inner === "object" && inner !== null && !Array.isArray(inner)) {
-        return text ? `${words(key)}: ${text}` : words(key);
-      }
-      return `${words(key)} ${text}`;
-    })
-    .join(", ");
-}
 
 /** A value as nested boxes, for fields no game renderer draws. */
 export function renderValue(value: Json): HTMLElement {

@@ -98,6 +98,8 @@ export class Speaker {
         return `${String(body.playerName || who)} took a seat.`;
       case "playerLeft":
         return body.seatFreed ? `${who} left; the seat is free again.` : `${who} left the table.`;
+      case "seatConnection":
+        return body.connected ? `${who} is at the table.` : `${who} lost the connection.`;
       case "playerRejoined":
         return `${who} is back.`;
       case "botSeated":
