@@ -1,7 +1,8 @@
 """The table stays right when the network does not: one watch per page after taking a seat,
 a failed read retried until the page is back in sync, "reconnecting" while the gateway is
 frozen or down and gone once it is back, a click anywhere on a Morisi tile, leaving that
-really gives the seat up, a lobby that says what is wrong with a custom tiles list."""
+really gives the seat up, a lobby that says what is wrong with a custom tiles list, and tap
+targets a finger can hit on a phone."""
 
 from __future__ import annotations
 
@@ -164,6 +165,28 @@ async def restartable_web(stack: WebStack, redis_url: str) -> AsyncIterator[Any]
             await bounded(pool.close(), "closing a replica pool")
 
 
+PHONE = {"width": 390, "height": 844}
+TAP_PX = 44
+
+
+async def on_a_phone(page: Page) -> None:
+    """At a phone's size every move is a tap target of at least 44 px each way, and the
+    cards that can be played are marked without a hover."""
+    await page.set_viewport_size(PHONE)
+    sizes = await page.locator("[data-testid=move]:not([disabled])").evaluate_all(
+        "els => els.filter(e => e.offsetParent).map(e => [e.getBoundingClientRect().width,"
+        " e.getBoundingClientRect().height, e.className])"
+    )
+    assert sizes
+    small = [(w, h, name) for w, h, name in sizes if w < TAP_PX or h < TAP_PX]
+    assert not small, f"tap targets under {TAP_PX} px: {small}"
+    marks = await page.locator("button.move.card:not([disabled])").evaluate_all(
+        "els => els.map(e => getComputedStyle(e).outlineStyle)"
+    )
+    assert marks and all(mark != "none" for mark in marks), marks
+    await page.set_viewport_size({"width": 1280, "height": 900})
+
+
 async def test_reconnecting_while_the_gateway_is_frozen_or_down(
     quick_bots_stack: WebStack, browser: Browser, redis_url: str
 ) -> None:
@@ -172,6 +195,7 @@ async def test_reconnecting_while_the_gateway_is_frozen_or_down(
         await create_in_lobby(tab, Setup("happy_mochi", 2, bots=1))
         await tab.page.wait_for_selector("section.table[data-status=IN_PROGRESS]")
         await tab.page.wait_for_selector("#moves [data-testid=move]:not([disabled])")
+        await on_a_phone(tab.page)
 
         # Frozen: every request from the page hangs unanswered.
         thawed = asyncio.Event()
