@@ -79,6 +79,12 @@ bench: install
 bench-cluster: install
 	$(BIN)/python -m bench.bench_cluster $(BENCH_ARGS)
 
+# Three replicas of a game through the gateway, listed as addresses and behind one service
+# name (as in Kubernetes): moves/s, latency, replicas up and moves by replica (about a minute).
+.PHONY: bench-discovery
+bench-discovery: install
+	$(BIN)/python -m bench.bench_discovery $(BENCH_ARGS)
+
 # Rules engines alone, one process: steps/s, state codec time and size, view time per game.
 .PHONY: bench-engines
 bench-engines: install

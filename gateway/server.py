@@ -101,8 +101,8 @@ async def build(
     return server, checker, pools, port
 
 
-async def main(settings: GatewaySettings) -> None:
-    server, checker, pools, port = await build(settings)
+async def main(settings: GatewaySettings, resolver: Resolver = system_resolver) -> None:
+    server, checker, pools, port = await build(settings, resolver)
     # Until watch_health has seen a game's replicas answer, the gateway cannot serve it: a
     # probe or client told SERVING at start would meet UNAVAILABLE while they still connect.
     # Set before the web and health ports open, which answer health from the same checker.
