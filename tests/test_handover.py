@@ -14,10 +14,13 @@ import grpc
 from clients.bot import CUT_WHILE_SENDING, PlayedMatch, play_match
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
-from tests.helpers import wait_serving
+from services.catalog import rules_module
+from tests.helpers import wait_serving, wait_until
+from tests.test_metrics import scrape, value
 from tests.test_processes import spawn, spawn_service
 
 GAME = "mori"
+SERVICE = rules_module(GAME).GAME.full_service
 PLAYERS = 3
 LOOPS = 6
 GRACE_S = 20
@@ -32,8 +35,17 @@ SERVICE_ENV = {
 
 async def test_a_replica_stopped_under_play_hands_every_stream_over(redis_url, tmp_path):
     addresses = [f"127.0.0.1:{free_port()}" for _ in range(2)]
+    stopped_metrics = free_port()  # the replica stopped: how many PlayMatch streams it holds
     replicas = [
-        spawn_service(GAME, address, redis_url, tmp_path / f"replica-{n}.log", SERVICE_ENV)
+        spawn_service(
+            GAME,
+            address,
+            redis_url,
+            tmp_path / f"replica-{n}.log",
+            {**SERVICE_ENV, "MOGAMES_METRICS_LISTEN": f"127.0.0.1:{stopped_metrics}"}
+            if n == 0
+            else SERVICE_ENV,
+        )
         for n, address in enumerate(addresses)
     ]
     gateway_address = f"127.0.0.1:{free_port()}"
@@ -66,7 +78,12 @@ async def test_a_replica_stopped_under_play_hands_every_stream_over(redis_url, t
                     played.append(await play_match(client, PLAYERS, one_stream=True, until=until))
 
             loops = [asyncio.create_task(loop(n)) for n in range(LOOPS)]
-            await asyncio.sleep(1.0)
+
+            async def streams_on_the_stopped_replica() -> bool:
+                samples = await asyncio.to_thread(scrape, stopped_metrics)
+                return value(samples, "mogames_watchers", service=SERVICE) >= PLAYERS
+
+            await wait_until(streams_on_the_stopped_replica, "a match played on the replica to stop", 60)
             assert not any(task.done() for task in loops)
             replicas[0].send_signal(signal.SIGTERM)
             signalled = time.monotonic()
