@@ -24,12 +24,16 @@ STALL_S = 60
 # What the page must never show a person: an enum's wire name, a seat number, an object
 # printed as text.
 WIRE_TEXT = re.compile(r"\b[A-Z]{2,}_[A-Z_]+\b|seat \d|\[object")
+# An enum value said with its type's name once more ("color color red", "suit suit clubs").
+STUTTER = re.compile(r"\b(color|colour|suit|kind|side|terrain|phase|effect|type) \1\b")
 
 
 async def assert_words_only(tab: Tab) -> None:
     shown = await tab.page.locator("body").inner_text()
     found = WIRE_TEXT.findall(shown)
     assert not found, f"{tab.name}'s page shows wire names {sorted(set(found))}"
+    stutter = [m.group(0) for m in STUTTER.finditer(shown)]
+    assert not stutter, f"{tab.name}'s page says {sorted(set(stutter))}"
 
 
 @dataclass

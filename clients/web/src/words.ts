@@ -23,10 +23,11 @@ for (const file of [
 ]) {
   for (const type of nestedTypes(file)) {
     if (type.kind !== "enum") continue;
-    // The style guide's prefix: the enum's name in upper snake case ("LeafType" -> "LEAF_TYPE_").
-    const prefix = (type as DescEnum).sharedPrefix ?? `${type.name.replace(/([a-z0-9])([A-Z])/g, "$1_$2").toUpperCase()}_`;
+    // The style guide's prefix: the enum's name in snake case ("LeafType" -> "leaf_type_").
+    const prefix = `${type.name.replace(/([a-z0-9])([A-Z])/g, "$1_$2")}_`.toLowerCase();
     for (const value of (type as DescEnum).values) {
-      ENUM_WORDS.set(value.name, value.name.slice(value.name.startsWith(prefix) ? prefix.length : 0).replaceAll("_", " ").toLowerCase());
+      const name = value.name.toLowerCase();
+      ENUM_WORDS.set(value.name, name.slice(name.startsWith(prefix) ? prefix.length : 0).replaceAll("_", " "));
     }
   }
 }
@@ -40,7 +41,7 @@ export function enumWords(value: string): string {
 }
 
 // Fields that hold a seat number (or several): said as the players' names.
-const SEAT_FIELD = /^(seat|seats|[a-z]*Seats?|[a-z]*[wW]inners?|drawer|leader)$/;
+const SEAT_FIELD = /^(seat|seats|[a-z]*Seats?|[a-z]*[wW]inners?|drawer|leader|solo|wentOut)$/;
 // Fields a person has no use for: the wire's own numbering of cards and tiles.
 const HIDDEN_FIELD = /^(id|ids|[a-z]+Id|[a-z]+Ids)$/;
 // Enum values that say "nothing here".
@@ -55,7 +56,10 @@ export class Speaker {
   constructor(private readonly names: string[]) {}
 
   player(seat: Json | undefined): string {
+    if (seat !== null && typeof seat === "object") return this.fields(seat);
     const n = Number(seat ?? 0);
+    // A signed seat field says "nobody" with -1 (nobody went out).
+    if (!Number.isInteger(n) || n < 0) return "nobody";
     return this.names[n] ?? `player ${n + 1}`;
   }
 
