@@ -18,7 +18,7 @@ from gateway.server import build as build_gateway
 from gateway.web import WebServer, start_web
 from services.runtime.settings import GatewaySettings
 from tests.helpers import bounded
-from tests.web.conftest import PAGE, WebStack
+from tests.web.conftest import ARTIFACTS, PAGE, WebStack
 from tests.web.players import TIMEOUT_MS, Tab
 from tests.web.test_browser_games import Setup, create_in_lobby, open_tab
 
@@ -170,8 +170,8 @@ TAP_PX = 44
 
 
 async def on_a_phone(page: Page) -> None:
-    """At a phone's size every move is a tap target of at least 44 px each way, and the
-    cards that can be played are marked without a hover."""
+    """At a phone's size every move is a tap target of at least 44 px each way, the cards
+    that can be played are marked without a hover, and the hand is in view on one row."""
     await page.set_viewport_size(PHONE)
     sizes = await page.locator("[data-testid=move]:not([disabled])").evaluate_all(
         "els => els.filter(e => e.offsetParent).map(e => [e.getBoundingClientRect().width,"
@@ -184,6 +184,14 @@ async def on_a_phone(page: Page) -> None:
         "els => els.map(e => getComputedStyle(e).outlineStyle)"
     )
     assert marks and all(mark != "none" for mark in marks), marks
+    # The hand is on screen without scrolling, its cards on one row.
+    cards = await page.locator("[data-private=hand]").evaluate_all(
+        "els => els.map(e => [e.getBoundingClientRect().top, e.getBoundingClientRect().bottom])"
+    )
+    assert cards
+    assert all(top >= 0 and bottom <= PHONE["height"] for top, bottom in cards), cards
+    assert len({round(top) for top, _bottom in cards}) == 1, cards
+    await page.screenshot(path=ARTIFACTS / "phone.png")
     await page.set_viewport_size({"width": 1280, "height": 900})
 
 

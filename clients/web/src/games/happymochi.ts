@@ -1,6 +1,6 @@
 // Happy Mochi: beat the Central Duo's number with two adjacent cards of your hand.
 import { h } from "../dom.js";
-import { backs, card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj } from "./parts.js";
+import { backs, card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj, handZone } from "./parts.js";
 import type { GameRenderer, TableContext } from "./types.js";
 import { Speaker } from "../words.js";
 
@@ -65,7 +65,7 @@ export const happyMochi: GameRenderer = {
         list(v.pendingEffects).length ? zone("effects to resolve", ...list(v.pendingEffects).map((e) => pill(new Speaker(ctx.names).fields(e)))) : null,
       ),
       h("div", { class: "row" }, ...list(v.handSizes).map((n, seat) => pill(`${seatName(ctx, seat)}: ${num(n)} cards, ${num(list(v.totalScores)[seat])} penalty`))),
-      ctx.seat !== null ? zone("your hand (click a card to play it and its right neighbour as a Duo; ↓ places a drawn card)", ...hand(ctx, list(v.hand).map(obj))) : null,
+      ctx.seat !== null ? handZone("your hand (click a card to play it and its right neighbour as a Duo; ↓ places a drawn card)", ...hand(ctx, list(v.hand).map(obj))) : null,
     );
   },
 };

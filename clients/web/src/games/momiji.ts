@@ -1,6 +1,6 @@
 // Momiji: collect leaf cards from the display, build stacks by leaf type, chase goals.
 import { h } from "../dom.js";
-import { card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj } from "./parts.js";
+import { card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj, handZone } from "./parts.js";
 import type { GameRenderer, TableContext } from "./types.js";
 
 const LEAVES: Record<string, string> = {
@@ -69,7 +69,7 @@ export const momiji: GameRenderer = {
       zone("display (click a card to collect its type)", ...display),
       zone("goals", ...goals),
       h("div", { class: "zone" }, h("div", { class: "label" }, "players and their stacks"), ...players),
-      ctx.seat !== null ? zone("your hand (click to place)", ...list(v.hand).map((c) => handCard(ctx, obj(c)))) : null,
+      ctx.seat !== null ? handZone("your hand (click to place)", ...list(v.hand).map((c) => handCard(ctx, obj(c)))) : null,
       list(v.templeBellCards).length ? zone("temple bell", ...list(v.templeBellCards).map((c) => card(ctx, look(obj(c), true)))) : null,
       list(v.scores).length ? zone("score now", ...list(v.scores).map((s) => pill(`${seatName(ctx, num(obj(s).seat))}: ${num(obj(s).total)}`))) : null,
     );

@@ -1,6 +1,6 @@
 // More: a rummy of runs and ace sets, one Solo against a Pair, with the two More piles.
 import { h } from "../dom.js";
-import { backs, card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj } from "./parts.js";
+import { backs, card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj, handZone } from "./parts.js";
 import type { GameRenderer, TableContext } from "./types.js";
 
 const SUITS: Record<string, [string, string]> = {
@@ -55,7 +55,7 @@ export const more: GameRenderer = {
         zone(`solo's More pile: ${short(v.soloMorePile, "PILE_STATE_")}`, backs(num(v.soloMorePileSize) ? 1 : 0)),
       ),
       h("div", { class: "melds" }, list(v.melds).length ? list(v.melds).map((m) => meld(ctx, obj(m))) : h("p", { class: "muted" }, "No melds yet.")),
-      ctx.seat !== null ? zone("your hand (click a card to discard it)", ...hand) : null,
+      ctx.seat !== null ? handZone("your hand (click a card to discard it)", ...hand) : null,
     );
   },
 };

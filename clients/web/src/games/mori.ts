@@ -1,7 +1,7 @@
 // Mori: a trick-taking game with seasons as suits, dice on the mat, score piles.
 import { h } from "../dom.js";
 import type { Json } from "../render.js";
-import { card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj } from "./parts.js";
+import { card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj, handZone } from "./parts.js";
 import type { GameRenderer, TableContext } from "./types.js";
 
 const SEASON_COLOURS: Record<string, string> = {
@@ -73,7 +73,7 @@ export const mori: GameRenderer = {
       v.trick ? trick(ctx, obj(v.trick), "this trick") : null,
       v.lastTrick && list(obj(v.lastTrick).plays).length ? trick(ctx, obj(v.lastTrick), "last trick") : null,
       h("div", { class: "zone" }, h("div", { class: "label" }, "players"), ...players),
-      ctx.seat !== null ? zone("your hand", ...hand) : null,
+      ctx.seat !== null ? handZone("your hand", ...hand) : null,
     );
   },
 };

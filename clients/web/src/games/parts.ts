@@ -58,6 +58,13 @@ export function zone(label: string, ...children: (Node | string | null)[]): HTML
   return h("div", { class: "zone" }, h("div", { class: "label" }, label), h("div", { class: "row" }, ...children));
 }
 
+/** The seat's hand: on a phone it stays at the bottom of the screen, on one row. */
+export function handZone(label: string, ...children: (Node | string | null)[]): HTMLElement {
+  const element = zone(label, ...children);
+  element.classList.add("hand");
+  return element;
+}
+
 export function pill(content: string, className = ""): HTMLElement {
   return h("span", { class: `pill ${className}` }, content);
 }
