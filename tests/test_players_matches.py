@@ -433,3 +433,36 @@ async def test_lifecycle_commits_are_told_a_leave_that_abandons_ends_the_match_f
     entries = await activity_of(redis_client, "mori", created.match_id)
     assert [e["status"] for e in entries if e["notice"] == "match_ended"] == ["ABANDONED"]
     assert (await ben.my_match(created.match_id)).match.status == common_pb2.ABANDONED
+
+
+async def test_a_player_holds_seats_in_at_most_the_capped_number_of_live_matches(world, redis_url):
+    ann = await sign_in(world, "Ann")
+    async with running_services(redis_url, games=["happy_mochi"], max_matches_per_player=2) as capped:
+        client = capped.client("happy_mochi")
+        # The first ends ABANDONED when its other player leaves: its place is given back.
+        first = await client.create(2, table={"on_leave": common_pb2.SEAT_POLICY_ABANDON})
+        second = await client.create(2)
+        for created in (first, second):
+            await client.join(created.match_id, "Ann", session=ann.token)
+
+        async def listed(count: int) -> bool:
+            live = [m for m in await ann.my_matches(page_size=100) if m.match.status in LIVE]
+            return len(live) == count
+
+        await wait_until(lambda: listed(2), "both matches live in Ann's index", 10)
+        third = await client.create(2)
+        refused = await refusal(client.join(third.match_id, "Ann", session=ann.token))
+        assert (refused.code, refused.reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "player_matches")
+        assert not (await client.match(third.match_id)).seats[0].taken, "the refused join took no seat"
+        await client.join(third.match_id, "guest")  # an anonymous seat is no player's match
+
+        ben = await client.join(first.match_id, "Ben")
+        await client.leave(first.match_id, ben.token)
+        assert (await client.match(first.match_id)).status == common_pb2.ABANDONED
+        await wait_until(lambda: listed(1), "the abandoned match off Ann's live matches", 10)
+        fourth = await client.create(2)
+        joined = await client.join(fourth.match_id, "Ann", session=ann.token)
+        assert joined.token
+
+
+LIVE = (common_pb2.WAITING_FOR_PLAYERS, common_pb2.IN_PROGRESS)

@@ -58,6 +58,24 @@ return 1
 """
 
 
+LIVE_STATUSES = ("WAITING_FOR_PLAYERS", "IN_PROGRESS")
+
+
+async def live_matches(redis: RedisClient, player_id: str) -> int:
+    """How many of the player's indexed matches still wait or play: the count the per-player
+    cap (``MOGAMES_MAX_MATCHES_PER_PLAYER``) holds JoinMatch to. The index follows each commit,
+    so a join racing another join of the same player may pass the cap by one."""
+    facts = await redis.hvals(keys.player_match_facts(player_id))
+    return len([value for value in facts if _status(value) in LIVE_STATUSES])
+
+
+def _status(value: bytes | str) -> str:
+    """The match status in an index entry (``<rev>|<summary JSON>``)."""
+    text = value.decode() if isinstance(value, bytes) else value
+    summary = msgspec.json.decode(text.partition("|")[2])
+    return str(summary.get("match", {}).get("status", ""))
+
+
 def index_member(game: str, match_id: str) -> str:
     return f"{game}/{match_id}"
 

@@ -23,9 +23,16 @@ import structlog
 from services.catalog import MOVE_CAPS
 from services.engine import Event, GameInfo, MoveError, NotYourTurn, RuleViolation
 from services.runtime import auth, keys, metrics
-from services.runtime.activity import Activity, Pending
+from services.runtime.activity import Activity, Pending, live_matches
 from services.runtime.due import DueSet
-from services.runtime.errors import Aborted, FailedPrecondition, InvalidArgument, NotFound, PermissionDenied
+from services.runtime.errors import (
+    Aborted,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    ResourceExhausted,
+)
 from services.runtime.history import RecordedAnswer, StoredEvent
 from services.runtime.record import MatchRecord, StateDecoder, encode_state
 from services.runtime.settings import ServiceSettings
@@ -378,6 +385,8 @@ class MatchService:
             status = self._status(record)
             if status != WAITING:
                 raise FailedPrecondition(f"match_full: match is {status}, no free seat", reason="match_full")
+            if player_id:
+                await self._room_for_player(player_id)
             seat = record.seats.index(None)
             seats.seat_player(seat, self.now_ms(), self.settings.token_ttl_s, player_id)
             seats.remember_join(request_id, client, seat, self.now_ms())
@@ -386,6 +395,16 @@ class MatchService:
                 log.info("player_joined", started=record.status == IN_PROGRESS)
                 return self.joined(record, seat)
             # Another join won the race for this seat: read again and take the next one.
+
+    async def _room_for_player(self, player_id: str) -> None:
+        """Refuses a player's join past the per-player cap on matches waiting or in progress."""
+        cap = self.settings.max_matches_per_player
+        if cap and await live_matches(self.store.redis, player_id) >= cap:
+            raise ResourceExhausted(
+                f"max_matches_per_player: {cap} of your matches still wait or play; finish or leave one",
+                retry_after_s=60,
+                reason="player_matches",
+            )
 
     async def seat_again(self, record: MatchRecord, seat: int) -> Joined | None:
         """The seat its player holds, from any device: a fresh token, committed as a rejoin

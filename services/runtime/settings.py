@@ -187,6 +187,8 @@ class ServiceSettings:
     join_per_window: int = 0
     rate_window_s: int = 60
     max_waiting_per_client: int = 0
+    # Matches one signed-in player may hold seats in while they wait or play (0 = no cap).
+    max_matches_per_player: int = 0
     metrics_listen: str = ""
     # Seconds before a client is asked to reconnect (services.runtime.serving.new_server).
     max_connection_age_s: int = 300
@@ -236,6 +238,7 @@ class ServiceSettings:
             join_per_window=_int("MOGAMES_JOIN_LIMIT", 120),
             rate_window_s=_int("MOGAMES_RATE_WINDOW_S", 60, minimum=1),
             max_waiting_per_client=_int("MOGAMES_MAX_WAITING_PER_CLIENT", 10),
+            max_matches_per_player=_int("MOGAMES_MAX_MATCHES_PER_PLAYER", 100),
             metrics_listen=_metrics_listen(),
             max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             spectators=_bool("MOGAMES_SPECTATORS", True),
