@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import sys
 import time
@@ -34,6 +33,7 @@ import redis.asyncio as aioredis
 from bench import bench_workers, markdown
 from bench.baselines import CpuMeter, EchoFigures, echo_figures, median_of, relay_figures, running_echo
 from bench.bench_targets import NGINX, PLAY_MATCH, PYTHON_GATEWAY, row_name, target_rows
+from bench.environment import use_bench_environment
 from clients.bot import parse_options, play_match
 from clients.game_client import GameClient
 from deploy.launcher import System, running_system
@@ -420,12 +420,7 @@ def main() -> None:
     unknown = set(args.all_games) - set(GAME_PACKAGES)
     if unknown:
         parser.error(f"unknown games: {', '.join(sorted(unknown))}")
-    os.environ.setdefault("MOGAMES_LOG_LEVEL", "warning")
-    # The bench picks seeds and creates every match from one address: lift those guards.
-    os.environ.setdefault("MOGAMES_ALLOW_CLIENT_SEED", "true")
-    os.environ.setdefault("MOGAMES_CREATE_LIMIT", "0")
-    os.environ.setdefault("MOGAMES_JOIN_LIMIT", "0")
-    os.environ.setdefault("MOGAMES_MAX_WAITING_PER_CLIENT", "0")
+    use_bench_environment()
     nginx = not args.no_nginx and nginx_executable() is not None
     if not nginx and not args.no_nginx:
         print("nginx is not installed: the Python gateway only", file=sys.stderr)

@@ -25,7 +25,6 @@ import argparse
 import asyncio
 import math
 import multiprocessing
-import os
 import random
 import time
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from typing import Any
 import grpc
 from mogames.common.v1 import common_pb2
 
+from bench.environment import use_bench_environment
 from bench.markdown import table
 from clients.bot import play_match
 from clients.game_client import GameClient
@@ -249,11 +249,7 @@ def main() -> None:
     print_win_rates(pairings)
     if args.no_latency:
         return
-    os.environ.setdefault("MOGAMES_LOG_LEVEL", "warning")
-    os.environ.setdefault("MOGAMES_CREATE_LIMIT", "0")
-    os.environ.setdefault("MOGAMES_JOIN_LIMIT", "0")
-    os.environ.setdefault("MOGAMES_MAX_WAITING_PER_CLIENT", "0")
-    os.environ.setdefault("MOGAMES_ALLOW_CLIENT_SEED", "true")
+    use_bench_environment()
     print(
         f"human moves on one {args.latency_game} replica: idle, then next to {args.bot_matches}"
         f" {args.bot_level} bot matches, {args.latency_duration:g} s each ...",

@@ -29,6 +29,7 @@ import redis
 from bench import markdown
 from bench.baselines import cpu_seconds
 from bench.bench import game_load, percentile
+from bench.environment import use_bench_environment
 from deploy.launcher import System, running_system
 from deploy.redis_cluster import running_redis_cluster
 from deploy.redis_server import free_port
@@ -186,16 +187,7 @@ def main() -> None:
     masters = [int(m) for m in args.masters.split(",") if m]
     if any(m < 0 for m in masters):
         parser.error("--masters are counts of masters, 0 for one plain Redis")
-    # The bots choose seeds and create many matches from one address.
-    for name, value in (
-        ("MOGAMES_LOG_LEVEL", "warning"),
-        ("MOGAMES_ALLOW_CLIENT_SEED", "true"),
-        ("MOGAMES_CREATE_LIMIT", "0"),
-        ("MOGAMES_JOIN_LIMIT", "0"),
-        ("MOGAMES_MAX_WAITING_PER_CLIENT", "0"),
-        ("MOGAMES_WEB_LISTEN", ""),  # no web port: only native gRPC is measured
-    ):
-        os.environ.setdefault(name, value)
+    use_bench_environment(MOGAMES_WEB_LISTEN="")  # no web port: only native gRPC is measured
     # The server processes' logs (warnings and errors: an INTERNAL answer's traceback).
     with tempfile.NamedTemporaryFile(prefix="mogames-bench-cluster-", suffix=".log", delete=False) as log:
         rows = [run_setup(m, args, log) for m in masters]

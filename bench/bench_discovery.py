@@ -31,6 +31,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench import markdown
 from bench.bench import game_load, percentile
+from bench.environment import use_bench_environment
 from deploy.redis_server import free_port, running_redis
 from services.catalog import rules_module
 
@@ -166,15 +167,7 @@ def main() -> None:
     if args.serve_gateway:
         serve_gateway()
         return
-    # Bench load from one client: no per-client budgets; seeds replay deals.
-    for name, value in (
-        ("MOGAMES_LOG_LEVEL", "warning"),
-        ("MOGAMES_ALLOW_CLIENT_SEED", "true"),
-        ("MOGAMES_CREATE_LIMIT", "0"),
-        ("MOGAMES_JOIN_LIMIT", "0"),
-        ("MOGAMES_MAX_WAITING_PER_CLIENT", "0"),
-    ):
-        os.environ.setdefault(name, value)
+    use_bench_environment()
     setups = [
         ("addresses listed", ",".join(f"{h}:{{port}}" for h in HOSTS)),
         ("one service name", f"{NAME}:{{port}}"),
