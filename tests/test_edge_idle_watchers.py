@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 import redis.asyncio as aioredis
 
 from clients.game_client import GameClient
@@ -93,6 +94,9 @@ def usage(pids: dict[str, int]) -> dict[str, dict[str, float]]:
     }
 
 
+# Its bound (memory given back in time, a move's delay) is the servers', not the other
+# tests' load: it runs alone (tests/machine_share.py).
+@pytest.mark.alone
 async def test_two_thousand_idle_watchers_dropped_give_back_fds_memory_and_redis_connections(tmp_path):
     metrics_port = free_port()
     service_env = {

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+import pytest
 import redis.asyncio as aioredis
 
 from clients.bot import play_match
@@ -233,6 +234,9 @@ def _all_watching(service: MatchService, firsts: list[asyncio.Task[Any]], opened
     return service.hub.watched_matches() == opened
 
 
+# Its bound (memory given back in time, a move's delay) is the servers', not the other
+# tests' load: it runs alone (tests/machine_share.py).
+@pytest.mark.alone
 async def test_two_thousand_watched_matches_on_one_replica_deliver_a_move_at_once(redis_url):
     # No heartbeat in between: the first item each stream yields is its first event.
     settings = dataclasses.replace(service_settings(GAME, redis_url), heartbeat_s=600)
