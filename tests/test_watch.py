@@ -287,10 +287,21 @@ class _SlowToHandOver(MatchStore):
         return result
 
 
-async def test_a_replicas_own_commit_is_handed_to_its_watchers_without_a_read(redis_url, redis_client):
+async def test_a_replicas_own_commit_is_handed_to_its_watchers_without_a_read():
     """Its notification arriving before its reply does not make the watchers here read the
     history (a read per move was a tenth of a busy replica's moves); a commit of another
     replica landing meanwhile is still read, once the own one is over."""
+    # A Redis of its own: Redis counts commands server-wide, and the session's shared one
+    # serves other tests' bot matches meanwhile.
+    with running_redis() as url:
+        redis_client = aioredis.Redis.from_url(url)
+        try:
+            await _own_commit_is_handed_over_without_a_read(url, redis_client)
+        finally:
+            await redis_client.aclose()
+
+
+async def _own_commit_is_handed_over_without_a_read(redis_url: str, redis_client: Any) -> None:
     async with _two_replicas(redis_url, _SlowToHandOver) as (here, other):
         facts = await here.create_match(2, 7, {"first_player": 0})
         tokens = [(await here.join_match(facts.match_id, name)).token for name in ("a", "b")]
