@@ -28,9 +28,11 @@ STILL_WAITING_EVERY_S = 15.0
 
 
 def log_line(event: str, **fields: object) -> None:
-    """One JSON line on stderr, like the children's own logs."""
+    """One JSON line on stderr, like the children's own logs, in one write: the children share
+    the file, and a line written in two pieces may be cut by another's."""
     record = {"event": event, "service": "supervisor", "timestamp": time.time(), **fields}
-    print(json.dumps(record), file=sys.stderr, flush=True)
+    sys.stderr.write(json.dumps(record) + "\n")
+    sys.stderr.flush()
 
 
 @dataclass

@@ -51,6 +51,7 @@ REMOVED_GRACE_S = 30.0
 
 _READY = grpc.ChannelConnectivity.READY
 _FAILED = (grpc.ChannelConnectivity.TRANSIENT_FAILURE, grpc.ChannelConnectivity.SHUTDOWN)
+_CONNECTING = (grpc.ChannelConnectivity.IDLE, grpc.ChannelConnectivity.CONNECTING)
 
 
 @dataclass(eq=False)
@@ -60,12 +61,24 @@ class Replica:
     address: str
     channel: grpc.aio.Channel
     seed: int  # its weight in the match hash comes from its address, not its place in a list
+    # Until its first connection a replica counts as up while it connects: the gateway's
+    # first calls (at start, or when a replica is added) then hash over every replica, not
+    # over whichever happened to connect first, and a match does not move once the rest do.
+    connected_once: bool = False
     _calls: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @classmethod
     def connect(cls, address: str) -> Replica:
         channel = grpc.aio.insecure_channel(f"dns:///{address}", options=_CHANNEL_OPTIONS)
         return cls(address, channel, zlib.crc32(address.encode()))
+
+    def is_up(self) -> bool:
+        """Connected, or still making its first connection (a call on it waits for that)."""
+        state = self.channel.get_state(try_to_connect=True)
+        if state is _READY:
+            self.connected_once = True
+            return True
+        return not self.connected_once and state in _CONNECTING
 
     def call(self, kind: str, method: str) -> Any:
         """``kind`` is the channel's factory: unary_unary, unary_stream or stream_stream."""
@@ -126,8 +139,8 @@ class ReplicaPool:
             closing.add_done_callback(self._retiring.discard)
 
     def ready(self) -> list[Replica]:
-        """The replicas that are connected now (asking the others to connect)."""
-        return [r for r in self.replicas if r.channel.get_state(try_to_connect=True) is _READY]
+        """The replicas that are up now (asking the others to connect): see ``Replica.is_up``."""
+        return [r for r in self.replicas if r.is_up()]
 
     def pick(self) -> grpc.aio.Channel:
         """A replica's channel for a caller that routes by itself (the web port): the next
