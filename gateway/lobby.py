@@ -196,7 +196,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         matchmaker = self._matchmaker()
         if not request.ticket_id:
             raise InvalidArgument("ticket_id: required (the one FindMatch was sent)", field="ticket_id")
-        ticket = matchmaker.ticket(request.game, request.players, request.ticket_id)
+        client = client_id(context.invocation_metadata(), context.peer(), self.limits)
+        ticket = matchmaker.ticket(request.game, request.players, request.ticket_id, client=client)
         return lobby_pb2.CancelFindMatchResponse(cancelled=await matchmaker.cancel(ticket))
 
 

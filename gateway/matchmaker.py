@@ -140,12 +140,14 @@ return {'waiting', ''}
 )
 
 # KEYS: queue, ticket. ARGV: ticket id, the state to give it, key prefix of the pool,
-# LIVE_MS. Withdraws a waiting ticket, or one whose group nobody has started seating yet
-# (the group is dissolved, its other members wait again): 1 if withdrawn, else 0.
+# LIVE_MS, the caller's client id. Withdraws a waiting ticket, or one whose group nobody has
+# started seating yet (the group is dissolved, its other members wait again): 1 if
+# withdrawn, 0 if not, -1 if the ticket is another client's (it stays as it is).
 _WITHDRAW = (
     _LUA_COMMON
     + """
-local f = redis.call('HMGET', KEYS[2], 'state', 'group')
+local f = redis.call('HMGET', KEYS[2], 'state', 'group', 'client')
+if f[1] and f[3] ~= ARGV[5] then return -1 end
 if f[1] == 'grouped' then
   local group = ARGV[3] .. 'group:' .. f[2]
   if redis.call('HEXISTS', group, 'claimed') == 1 then return 0 end
@@ -299,8 +301,14 @@ class Matchmaker:
         return await self._withdraw_as(ticket, "cancelled")
 
     async def _withdraw_as(self, ticket: Ticket, state: str) -> bool:
-        args: list[Any] = [ticket.ticket_id, state, ticket.key(""), LIVE_MS]
-        return bool(await self._withdraw(keys=self._ticket_keys(ticket), args=args))
+        args: list[Any] = [ticket.ticket_id, state, ticket.key(""), LIVE_MS, ticket.client]
+        withdrawn = int(await self._withdraw(keys=self._ticket_keys(ticket), args=args))
+        if withdrawn < 0:
+            # Only the client that queued a ticket may withdraw it.
+            raise FailedPrecondition(
+                "ticket_id: another client's ticket; choose a ticket id of your own", "ticket_foreign"
+            )
+        return withdrawn == 1
 
     async def _leave(self, ticket: Ticket) -> None:
         """Withdraw the ticket of a call that ended; if its group was already being seated,

@@ -21,6 +21,7 @@ from clients.game_client import GameClient
 from deploy.redis_server import running_redis
 from gateway.server import build as build_gateway
 from services.catalog import GAME_PACKAGES, rules_module
+from services.runtime.limits import InputLimits
 from services.runtime.server import GameService
 from services.runtime.server import build as build_service
 from services.runtime.settings import GatewaySettings, ServiceSettings
@@ -145,11 +146,13 @@ async def running_services(
     games: list[str] | None = None,
     gateways: int = 1,
     players_backends: tuple[str, ...] = (),
+    gateway_limits: InputLimits | None = None,
     **overrides: Any,
 ) -> AsyncIterator[Cluster]:
     """Two replicas of every game (or of ``games``, with service settings changed by
     ``overrides``) and ``gateways`` gateways on loopback, using ``redis_url``; the gateways
-    route the players service to ``players_backends`` when given."""
+    route the players service to ``players_backends`` when given, and take ``gateway_limits``
+    (their trusted proxies, say) instead of the defaults."""
     servers = []
     by_game: dict[str, list[GameService]] = {}
     addresses: dict[str, list[str]] = {}
@@ -170,6 +173,8 @@ async def running_services(
         players_backends=players_backends,
         token_secret=TOKEN_SECRET,
     )
+    if gateway_limits is not None:
+        settings = dataclasses.replace(settings, limits=gateway_limits)
     gateway_servers, pools, channels, gateway_addresses = [], [], [], []
     for _ in range(gateways):
         gateway, _checker, gateway_pools, gateway_port = await build_gateway(settings)

@@ -6,6 +6,7 @@ public matches only."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 
 import grpc
 import pytest
@@ -15,6 +16,7 @@ from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 from clients.game_client import GameClient
 from deploy.redis_server import running_redis
 from tests.conftest import running_services
+from services.runtime.limits import FORWARDED_CLIENT, InputLimits
 from tests.helpers import refusal
 
 GAME = "happy_mochi"
@@ -26,6 +28,16 @@ async def lobby_cluster():
         async with running_services(
             url, [GAME], gateways=2, bot_think_ms=0, scheduler_tick_ms=50, scheduler_lease_ms=1000
         ) as cluster:
+            yield cluster
+
+
+@pytest.fixture(scope="module")
+async def proxied_lobby():
+    """A gateway behind a trusted proxy on loopback, whose header names each caller: several
+    clients from one test process."""
+    limits = InputLimits(trusted_proxies=(ipaddress.ip_network("127.0.0.1"),))
+    with running_redis() as url:
+        async with running_services(url, [GAME], gateway_limits=limits, bot_think_ms=0) as cluster:
             yield cluster
 
 
@@ -98,6 +110,24 @@ async def test_a_waiting_ticket_can_be_cancelled(lobby_cluster):
     assert not (await stub.CancelFindMatch(cancel, timeout=5)).cancelled
     bad = await refusal(stub.FindMatch(lobby_pb2.FindMatchRequest(game=GAME, players=9, player_name="a")))
     assert (bad.code, bad.field) == (grpc.StatusCode.INVALID_ARGUMENT, "players")
+
+
+async def test_only_the_client_that_queued_a_ticket_can_cancel_it(proxied_lobby):
+    stub = lobby(proxied_lobby.gateway)
+    alice, mallory = ((FORWARDED_CLIENT, "alice"),), ((FORWARDED_CLIENT, "mallory"),)
+    request = lobby_pb2.FindMatchRequest(
+        game=GAME, players=4, player_name="alice", ticket_id="alices-ticket", wait_seconds=20
+    )
+    waiting = asyncio.ensure_future(stub.FindMatch(request, metadata=alice, timeout=30))
+    await asyncio.sleep(0.3)
+    cancel = lobby_pb2.CancelFindMatchRequest(game=GAME, players=4, ticket_id="alices-ticket")
+    refused = await refusal(stub.CancelFindMatch(cancel, metadata=mallory, timeout=5))
+    assert (refused.code, refused.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "ticket_foreign")
+    await asyncio.sleep(0.3)
+    assert not waiting.done(), "the ticket still waits"
+    assert (await stub.CancelFindMatch(cancel, metadata=alice, timeout=5)).cancelled
+    withdrawn = await refusal(waiting)
+    assert (withdrawn.code, withdrawn.reason) == (grpc.StatusCode.FAILED_PRECONDITION, "ticket_cancelled")
     unknown = await refusal(stub.FindMatch(lobby_pb2.FindMatchRequest(game="chess", players=2)))
     assert (unknown.code, unknown.field) == (grpc.StatusCode.INVALID_ARGUMENT, "game")
 
