@@ -15,8 +15,8 @@ from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
 from clients.game_client import GameClient
 from deploy.redis_server import running_redis
-from tests.conftest import running_services
 from services.runtime.limits import FORWARDED_CLIENT, InputLimits
+from tests.conftest import running_services
 from tests.helpers import refusal
 
 GAME = "happy_mochi"
