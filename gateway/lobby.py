@@ -27,6 +27,7 @@ from services.runtime.auth import SESSION_METADATA, player_of_session, session_t
 from services.runtime.codec import generated_modules
 from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.limits import client_id
+from services.runtime.player_erasure import refuse_deleted
 from services.runtime.redis_client import RedisClient
 from services.runtime.settings import InputLimits
 from services.runtime.tables import bot_level
@@ -169,6 +170,8 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
             request.game, request.players, request.ticket_id, request.player_name, client
         )
         session, player = self._session(context)
+        if player:
+            await refuse_deleted(matchmaker.redis, player)
         level = bot_level(request.bot_level, "bot_level")
         ticket = dataclasses.replace(ticket, bot_level=level, session=session, player=player)
         wait_s = request.wait_seconds or self.find_wait_s

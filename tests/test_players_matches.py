@@ -377,6 +377,15 @@ async def test_leaving_a_waiting_match_and_deleting_the_player_take_it_off_the_i
     await wait_until(lambda: _listed_as(ben, kept.match_id, "WAITING_FOR_PLAYERS"), "listed", 10)
     await world.players.DeletePlayer(players_pb2.DeletePlayerRequest(), metadata=ben.bearer())
     assert not await redis_client.exists(keys.player_matches(ben.id), keys.player_match_facts(ben.id))
+    # The session Ben still holds, though signed and unexpired, takes no seat any more.
+    another = await client.create(2)
+    refused = await refusal(client.join(another.match_id, "Ben", session=ben.token))
+    assert (refused.code, refused.reason) == (grpc.StatusCode.UNAUTHENTICATED, "player_deleted")
+    assert not (await client.match(another.match_id)).seats[0].taken
+    find = lobby_pb2.FindMatchRequest(game="happy_mochi", players=2, player_name="Ben", ticket_id="ben-after")
+    lobby = lobby_pb2_grpc.LobbyStub(world.gateway)
+    queued = await refusal(lobby.FindMatch(find, metadata=[(SESSION_METADATA, ben.token)], timeout=10))
+    assert (queued.code, queued.reason) == (grpc.StatusCode.UNAUTHENTICATED, "player_deleted")
     # The match still stored no longer names Ben nor holds his id.
     match = await client.match(kept.match_id)
     assert [s.player_name for s in match.seats if s.taken] == ["deleted player"]

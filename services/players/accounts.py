@@ -259,7 +259,8 @@ class Accounts:
     async def delete(self, player_id: str) -> None:
         """The player's profile, sign-in keys and match index, and their seats in the matches
         still stored made anonymous; their refresh tokens stop working (their player is gone)
-        and expire on their own."""
+        and expire on their own, and the sessions still held are refused a seat until then."""
+        await self.redis.set(keys.player_deleted(player_id), 1, ex=self.settings.session_ttl_s + 60)
         members = await self.redis.zrange(keys.player_matches(player_id), 0, -1)
         for member in members:
             game, _, match_id = text(member).partition("/")

@@ -113,6 +113,12 @@ def player_profile(player_id: str) -> str:
     return f"{PREFIX}:{{p:{player_id}}}:profile"
 
 
+def player_deleted(player_id: str) -> str:
+    """String, set when the player is deleted and kept as long as a session lives: the
+    sessions still held are stateless, and this is what refuses them a seat."""
+    return f"{PREFIX}:{{p:{player_id}}}:deleted"
+
+
 def player_matches(player_id: str) -> str:
     """Sorted set of the player's matches (``<game>/<match id>``), scored by their last commit ms."""
     return f"{PREFIX}:{{p:{player_id}}}:matches"

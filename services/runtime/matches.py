@@ -34,6 +34,7 @@ from services.runtime.errors import (
     ResourceExhausted,
 )
 from services.runtime.history import RecordedAnswer, StoredEvent
+from services.runtime.player_erasure import refuse_deleted
 from services.runtime.record import MatchRecord, StateDecoder, encode_state
 from services.runtime.settings import ServiceSettings
 from services.runtime.state_cache import StateCache
@@ -397,7 +398,9 @@ class MatchService:
             # Another join won the race for this seat: read again and take the next one.
 
     async def _room_for_player(self, player_id: str) -> None:
-        """Refuses a player's join past the per-player cap on matches waiting or in progress."""
+        """Refuses a deleted player's join, and a player's past the per-player cap on matches
+        waiting or in progress."""
+        await refuse_deleted(self.store.redis, player_id)
         cap = self.settings.max_matches_per_player
         if cap and await live_matches(self.store.redis, player_id) >= cap:
             raise ResourceExhausted(

@@ -9,13 +9,22 @@ match expires (``MOGAMES_FINISHED_TTL_S`` after it ends).
 
 from __future__ import annotations
 
+from typing import Any
+
 from services.runtime import keys
-from services.runtime.errors import Aborted
+from services.runtime.errors import Aborted, Unauthenticated
 from services.runtime.store import MatchStore
 
 # The name a deleted player's seat shows from then on.
 ERASED_NAME = "deleted player"
 MAX_ATTEMPTS = 20
+
+
+async def refuse_deleted(redis: Any, player_id: str) -> None:
+    """Refuses a session of a deleted player: one signed before DeletePlayer stays valid
+    until it expires, but must not bind its player to a seat (nor index it) again."""
+    if await redis.exists(keys.player_deleted(player_id)):
+        raise Unauthenticated("session: this player was deleted; sign in again", reason="player_deleted")
 
 
 async def erase_player(store: MatchStore, match_id: str, player_id: str) -> bool:
