@@ -1,9 +1,11 @@
 """How well the server bots play, what a decision costs, and what they cost human players.
 
     python -m bench.bench_bots [--games mori,happy_mochi] [--matches 200] [--levels medium,hard]
-                               [--jobs 2] [--latency-game happy_mochi] [--bot-matches 100]
+                               [--jobs 2] [--results FILE] [--report] [--no-latency]
+                               [--latency-game happy_mochi] [--bot-matches 100]
 
-Part 1, the engines in worker processes (``--jobs``): per game, level and opponent level
+Part 1, the engines in worker processes (``--jobs``, by default the cores the machine's
+load leaves free), no servers: per game, level and opponent level
 (``--opponents``, by default ``random`` and ``policy``), ``--matches`` seeded matches in
 which one seat (rotating) is the searching bot deciding with ``services.bots.decide`` from
 its view and events only, every other seat the opponent level. Two players where the game
@@ -11,7 +13,10 @@ allows it, else its fewest (Mori: 3, against two opponents). It prints the searc
 win rate (a tie counts as a share) with its 95 % Wilson interval, the target (two players:
 90 % against random; more: 2.5 times the chance share; 60 % against policy), and the mean
 and 99th percentile of the CPU time per decision (``time.process_time`` of the deciding
-process, the search's budget).
+process, the search's budget), per pairing and per game and level. Every match's result is
+appended to ``--results`` (``artifacts/bench-bots.jsonl``) with a digest of the bot code; a
+later run with the same code plays only the matches missing there, so the 200 matches per
+pairing may be played over several runs; ``--report`` prints what the file holds.
 
 Part 2, a running system (Redis, one replica of ``--latency-game``, the gateway): the p50 and
 p99 of a human's moves (PlayMatch, a two-seat match the bench plays itself) while the
@@ -23,11 +28,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import json
 import math
 import multiprocessing
+import os
 import random
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -42,12 +51,13 @@ from deploy.redis_server import free_port
 from services.bots.adapters import games_with_adapters
 from services.bots.decide import decide
 from services.bots.levels import SEARCH_LEVELS
-from services.catalog import rules_module
+from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime.bots import bot_move, timeout_move
 
 # Options that keep a match short enough to play hundreds of (More's goal is far otherwise).
 GAME_OPTIONS: dict[str, dict[str, Any]] = {"more": {"max_rounds": 1}}
 MAX_STEPS = 20_000
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @dataclass
@@ -93,10 +103,20 @@ def play_one(game: str, players: int, level: str, opponent: str, n: int) -> tupl
     return (1.0 / len(winners) if hero in winners else 0.0), spent
 
 
-def _job(args: tuple[str, int, str, str, int]) -> tuple[tuple[str, int, str, str], float, list[float]]:
+def _job(args: tuple[str, int, str, str, int]) -> tuple[tuple[str, int, str, str, int], float, list[float]]:
     game, players, level, opponent, n = args
     score, spent = play_one(game, players, level, opponent, n)
-    return (game, players, level, opponent), score, spent
+    return (game, players, level, opponent, n), score, spent
+
+
+def bots_version(game: str) -> str:
+    """A digest of the code ``game``'s bots decide with (the search, the levels, its adapter):
+    results kept in a results file count only for the code that played them."""
+    digest = hashlib.sha256()
+    adapter_file = ROOT / "services" / GAME_PACKAGES[game] / "bot.py"
+    for path in sorted([*ROOT.glob("services/bots/*.py"), adapter_file]):
+        digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -109,8 +129,11 @@ def wilson(successes: float, n: int, z: float = 1.96) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def target(players: int, opponent: str) -> float | None:
-    """The issue's bar for the hard level (None: no bar, e.g. hard against medium)."""
+def target(players: int, level: str, opponent: str) -> float | None:
+    """The bar for the hard level (None: no bar, e.g. hard against medium, or medium, whose
+    bar is to sit between its opponent and hard)."""
+    if level != "hard":
+        return None
     if opponent == "policy":
         return 0.6
     if opponent == "random":
@@ -123,28 +146,65 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
 
 
+def default_jobs() -> int:
+    """Processes for the matches: the cores the machine's load leaves free, at least one."""
+    cores = os.cpu_count() or 1
+    return max(1, min(cores, round(cores - os.getloadavg()[0])))
+
+
+class Results:
+    """Match results as JSON lines, one per match: a run adds to the file and skips the
+    matches it already holds for the same bot code, so 200 matches per pairing can be played
+    across several runs (or machines, files concatenated)."""
+
+    def __init__(self, path: Path | None, games: list[str]) -> None:
+        self.path = path
+        self.versions = {game: bots_version(game) for game in games}
+        self.held: dict[tuple[str, int, str, str, int], tuple[float, list[float]]] = {}
+        if path is not None and path.exists():
+            for line in path.read_text().splitlines():
+                row = json.loads(line)
+                if row["version"] == self.versions.get(row["game"]):
+                    key = (row["game"], row["players"], row["level"], row["opponent"], row["n"])
+                    self.held[key] = (row["score"], row["decisions_s"])
+
+    def add(self, key: tuple[str, int, str, str, int], score: float, spent: list[float]) -> None:
+        self.held[key] = (score, spent)
+        if self.path is not None:
+            game, players, level, opponent, n = key
+            row = {"version": self.versions[game], "game": game, "players": players, "level": level}
+            row |= {"opponent": opponent, "n": n, "score": score, "decisions_s": [round(s, 5) for s in spent]}
+            with self.path.open("a") as out:
+                out.write(json.dumps(row) + "\n")
+
+
 def win_rates(args: argparse.Namespace) -> list[Pairing]:
     pairings: dict[tuple[str, int, str, str], Pairing] = {}
-    jobs = []
     for game in args.games:
-        info = rules_module(game).GAME
-        players = max(2, info.min_players)
+        players = max(2, rules_module(game).GAME.min_players)
         for level in args.levels:
             for opponent in args.opponents:
-                if opponent == level:
-                    continue
-                pairings[(game, players, level, opponent)] = Pairing(game, players, level, opponent)
-                jobs += [(game, players, level, opponent, n) for n in range(args.matches)]
-    started = time.monotonic()
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(args.jobs) as pool:
-        for done, (key, score, spent) in enumerate(pool.imap_unordered(_job, jobs, chunksize=1), 1):
-            pairing = pairings[key]
+                if opponent != level:
+                    pairings[(game, players, level, opponent)] = Pairing(game, players, level, opponent)
+    results = Results(args.results, args.games)
+    # Match by match across the pairings, so a run stopped early leaves every pairing its share.
+    wanted = [(*key, n) for n in range(args.matches) for key in pairings]
+    jobs = [job for job in wanted if job not in results.held]
+    print(f"  {len(wanted) - len(jobs)} matches already in {args.results}; {len(jobs)} to play", flush=True)
+    if jobs and not args.report:
+        started = time.monotonic()
+        context = multiprocessing.get_context("spawn")
+        with context.Pool(args.jobs, initializer=os.nice, initargs=(args.nice,)) as pool:
+            for done, (key, score, spent) in enumerate(pool.imap_unordered(_job, jobs, chunksize=1), 1):
+                results.add(key, score, spent)
+                if done % max(1, len(jobs) // 20) == 0:
+                    print(f"  {done}/{len(jobs)} matches, {time.monotonic() - started:.0f} s", flush=True)
+    for (game, players, level, opponent, n), (score, spent) in results.held.items():
+        pairing = pairings.get((game, players, level, opponent))
+        if pairing is not None and n < args.matches:
             pairing.score += score
             pairing.matches += 1
             pairing.decisions_s += spent
-            if done % max(1, len(jobs) // 20) == 0:
-                print(f"  {done}/{len(jobs)} matches, {time.monotonic() - started:.0f} s", flush=True)
     return list(pairings.values())
 
 
@@ -153,7 +213,7 @@ def print_win_rates(pairings: list[Pairing]) -> None:
     for p in pairings:
         low, high = wilson(p.score, p.matches)
         rate = p.score / max(p.matches, 1)
-        goal = target(p.players, p.opponent)
+        goal = target(p.players, p.level, p.opponent)
         rows.append(
             [
                 f"{p.game} ({p.players}p)",
@@ -162,13 +222,51 @@ def print_win_rates(pairings: list[Pairing]) -> None:
                 str(p.matches),
                 f"{rate:.1%}",
                 f"{low:.1%}–{high:.1%}",
+                f"{rate * p.players:.2f}",
                 "" if goal is None else f"{goal:.0%} {'met' if rate >= goal else 'missed'}",
                 f"{1000 * sum(p.decisions_s) / max(len(p.decisions_s), 1):.0f}",
                 f"{1000 * percentile(p.decisions_s, 0.99):.0f}",
             ]
         )
-    header = ["game", "level", "against", "matches", "wins", "95 % interval", "target", "mean ms", "p99 ms"]
-    print(table(header, rows, text_columns=3))
+    header = ["game", "level", "against", "matches", "wins", "95 % interval", "× chance", "target"]
+    print(table([*header, "mean ms", "p99 ms"], rows, text_columns=3))
+    print_medium_between(pairings)
+    print_decision_times(pairings)
+
+
+def print_medium_between(pairings: list[Pairing]) -> None:
+    """Whether medium sits between its opponent's chance share and hard's rate."""
+    rates = {(p.game, p.level, p.opponent): p.score / p.matches for p in pairings if p.matches}
+    for (game, level, opponent), rate in rates.items():
+        hard = rates.get((game, "hard", opponent))
+        if level == "medium" and hard is not None:
+            players = next(p.players for p in pairings if p.game == game)
+            between = 1 / players <= rate <= hard
+            print(
+                f"  {game} against {opponent}: medium {rate:.1%}, hard {hard:.1%}: medium "
+                f"{'sits' if between else 'does not sit'} between chance ({1 / players:.0%}) and hard"
+            )
+
+
+def print_decision_times(pairings: list[Pairing]) -> None:
+    """CPU per decision of each game's searching levels, over all its pairings."""
+    spent: dict[tuple[str, str], list[float]] = {}
+    for p in pairings:
+        spent.setdefault((p.game, p.level), []).extend(p.decisions_s)
+    rows = [
+        [
+            game,
+            level,
+            str(len(values)),
+            f"{1000 * sum(values) / max(len(values), 1):.0f}",
+            f"{1000 * percentile(values, 0.5):.0f}",
+            f"{1000 * percentile(values, 0.99):.0f}",
+            f"{1000 * max(values, default=float('nan')):.0f}",
+        ]
+        for (game, level), values in spent.items()
+    ]
+    header = ["game", "level", "decisions", "mean ms", "p50 ms", "p99 ms", "max ms"]
+    print(table(header, rows, text_columns=2))
 
 
 # -- part 2: a human's moves next to bot matches ---------------------------------------------
@@ -228,7 +326,17 @@ def main() -> None:
         "--opponents", default="random,policy", help="the other seats' levels (medium and hard search too)"
     )
     parser.add_argument("--matches", type=int, default=200, help="matches per game, level and opponent")
-    parser.add_argument("--jobs", type=int, default=2, help="processes playing matches")
+    parser.add_argument(
+        "--jobs", type=int, default=0, help="processes playing matches (default: the cores the load leaves)"
+    )
+    parser.add_argument("--nice", type=int, default=0, help="niceness of those processes")
+    parser.add_argument(
+        "--results",
+        type=Path,
+        default=ROOT / "artifacts" / "bench-bots.jsonl",
+        help="match results kept across runs; a run plays only the matches missing there",
+    )
+    parser.add_argument("--report", action="store_true", help="print the results held, play nothing")
     parser.add_argument("--latency-game", default="happy_mochi")
     parser.add_argument("--bot-matches", type=int, default=100)
     parser.add_argument("--bot-level", default="hard")
@@ -244,10 +352,12 @@ def main() -> None:
     unknown = set(args.games) - set(available)
     if unknown:
         parser.error(f"no bot adapter for: {', '.join(sorted(unknown))}")
+    args.jobs = args.jobs or default_jobs()
+    args.results.parent.mkdir(parents=True, exist_ok=True)
     print(f"win rates: {args.matches} matches per pairing on {args.jobs} processes ...", flush=True)
     pairings = win_rates(args)
     print_win_rates(pairings)
-    if args.no_latency:
+    if args.no_latency or args.report:
         return
     use_bench_environment()
     print(

@@ -1,0 +1,38 @@
+"""make bench-bots keeps match results across runs, only for the bot code that played them."""
+
+from __future__ import annotations
+
+import json
+
+from bench.bench_bots import Results, bots_version, target
+
+
+def test_results_are_kept_for_the_next_run_of_the_same_code(tmp_path):
+    path = tmp_path / "results.jsonl"
+    first = Results(path, ["mori", "happy_mochi"])
+    first.add(("mori", 3, "hard", "random", 0), 1.0, [0.2, 0.25])
+    first.add(("happy_mochi", 2, "medium", "policy", 4), 0.5, [0.05])
+    again = Results(path, ["mori", "happy_mochi"])
+    assert again.held == {
+        ("mori", 3, "hard", "random", 0): (1.0, [0.2, 0.25]),
+        ("happy_mochi", 2, "medium", "policy", 4): (0.5, [0.05]),
+    }
+
+
+def test_results_of_other_bot_code_are_not_counted(tmp_path):
+    path = tmp_path / "results.jsonl"
+    Results(path, ["mori"]).add(("mori", 3, "hard", "random", 0), 1.0, [0.2])
+    row = json.loads(path.read_text())
+    assert row["version"] == bots_version("mori") != bots_version("happy_mochi")
+    row |= {"n": 1, "version": "older"}
+    with path.open("a") as out:
+        out.write(json.dumps(row) + "\n")
+    assert set(Results(path, ["mori"]).held) == {("mori", 3, "hard", "random", 0)}
+
+
+def test_the_targets_bind_the_hard_level():
+    assert target(2, "hard", "random") == 0.9
+    assert target(4, "hard", "random") == 0.625
+    assert target(3, "hard", "policy") == 0.6
+    assert target(2, "medium", "random") is None
+    assert target(2, "hard", "medium") is None
