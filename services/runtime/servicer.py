@@ -7,8 +7,7 @@ binds these methods by name. Errors are mapped to status codes by the intercepto
 from __future__ import annotations
 
 import asyncio
-import weakref
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -90,6 +89,18 @@ def _bind(**values: Any) -> None:
     structlog.contextvars.bind_contextvars(**values)
 
 
+def _when_call_ends(callback: Callable[[], None]) -> None:
+    """``callback()`` once the call being handled ends, however it ends (grpc.aio runs each
+    call in a task of its own, and cancels it when the client goes away or its deadline
+    passes). Not ``context.add_done_callback``: grpc keeps that callback bound to the context
+    in the call's own state, which the context refers to, so every call using it became a
+    reference cycle, its memory held until a full collection (rare on a quiet server, and
+    slow on a large heap). A task drops its callbacks once it has run them."""
+    task = asyncio.current_task()
+    assert task is not None, "called from a call's handler"
+    task.add_done_callback(lambda _: callback())
+
+
 class GameServicer:
     def __init__(self, service: MatchService, codec: Codec, presence: Presence | None = None) -> None:
         self.service = service
@@ -98,32 +109,16 @@ class GameServicer:
         self.codec = codec
         self._closing: set[asyncio.Future[None]] = set()
 
-    def _end_with_call(self, context: grpc.aio.ServicerContext, events: AsyncGenerator[Any, None]) -> None:
-        """End ``events`` (and so its watch subscription) when the call ends, however it ends.
+    def _end_with_call(self, events: AsyncGenerator[Any, None]) -> None:
+        """End ``events`` (and so its watch subscription) when the call ends, however it ends:
+        a client gone away may leave the generator parked at a yield that is never resumed."""
 
-        When a client goes away, the call's task may be waiting for the next event (cancel
-        it) or the generator may be parked at a yield that is never resumed (close it).
-
-        The callback holds the call's task weakly: the task holds the context, the context
-        its callbacks, and a strong reference would make every watch a reference cycle,
-        kept (with its memory) until a full garbage collection."""
-        current = asyncio.current_task()
-        handler_ref = None if current is None else weakref.ref(current)
-
-        def close(_: object = None) -> None:
+        def close() -> None:
             closing = asyncio.ensure_future(events.aclose())
             self._closing.add(closing)  # the loop keeps only a weak reference to a task
             closing.add_done_callback(self._closing.discard)
 
-        def on_call_done(_: object) -> None:
-            handler = None if handler_ref is None else handler_ref()
-            if handler is None or handler.done():
-                close()
-            else:
-                handler.add_done_callback(close)
-                handler.cancel()
-
-        context.add_done_callback(on_call_done)
+        _when_call_ends(close)
 
     def _client(self, context: grpc.aio.ServicerContext) -> str:
         """Who is calling, as the budgets name them (a gateway forwards its client's name)."""
@@ -194,7 +189,7 @@ class GameServicer:
         after_version = request.after_version if request.HasField("after_version") else None
         token = _token(context)
         events = self.service.watch(request.match_id, token, after_version, request.after_seq)
-        self._end_with_call(context, events)
+        self._end_with_call(events)
         # The seat's presence (a token that is not the seat's current one counts for nothing).
         stream = self.presence.stream(request.match_id, token)
         try:
@@ -219,20 +214,15 @@ class GameServicer:
         )
         stream = self.presence.stream(watch.match_id, token)
         moves = asyncio.create_task(self._play_moves(requests, watch.match_id, token, outbox))
-        # Weakly: the task reaches the call's context through its requests, and the context
-        # holds its callbacks (a reference cycle, kept until a full collection, otherwise).
-        moves_ref = weakref.ref(moves)
 
-        def release(_: object) -> None:
+        def release() -> None:
             # The watch and the moves end with the call, however it ends: a client gone away
             # may leave this generator parked at a yield that is never resumed.
             detach()
             stream.close()
-            task = moves_ref()
-            if task is not None:
-                task.cancel()
+            moves.cancel()
 
-        context.add_done_callback(release)
+        _when_call_ends(release)
         try:
             async for batch, answer in outbox.batches():
                 response = self.codec.pb2.PlayMatchResponse(events=[self.codec.event(e) for e in batch])
