@@ -1,0 +1,262 @@
+"""Connected players: how many seats, each holding its stream and moving every ~T seconds,
+one machine holds.
+
+    python -m bench.bench_capacity [--steps 1000,2000,5000,10000,20000] [--think 20]
+
+One run starts Redis, a game service and the gateway (deploy/launcher.py, the bench's
+settings from bench/environment.py), then load-generator processes (bench/capacity_load.py:
+asyncio, many streams per connection). Each seat holds one PlayMatch stream through the
+gateway and moves on its prompts after a think time drawn around ``--think`` seconds. The
+seats are ramped through ``--steps``; at each step, with every seat's stream open:
+
+- an idle window (``--idle-window`` s, moves held back: streams, heartbeats, keepalives):
+  server CPU per connected seat-second;
+- a moving window (``--move-window`` s): moves/s, move p50/p99 (sent to answered on the
+  stream) and server CPU per move, less what the same seats cost idle meanwhile;
+- server RSS per connected seat (above the servers' RSS before the first seat).
+
+Idle CPU and RSS per seat are counted above what the servers use with no seat at all
+(measured first, over an idle window).
+
+"Server" is the whole tree of the service, the gateway and Redis, from /proc. The load
+generators' own CPU is printed apart. Last, the largest step whose p99 stayed under 100 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import redis.asyncio as aioredis
+
+from bench import markdown
+from bench.baselines import CpuMeter, with_descendants
+from bench.environment import use_bench_environment
+from deploy.launcher import running_system
+from deploy.redis_server import free_port
+
+P99_BOUND_MS = 100.0
+# Streams a load-generator process holds at most.
+SEATS_PER_LOAD_PROCESS = 5_000
+
+
+@dataclass
+class Step:
+    seats: int
+    rss_kb_per_seat: float
+    idle_us_per_seat_s: float
+    moves_per_s: float
+    cpu_ms_per_move: float
+    p50_ms: float
+    p99_ms: float
+    errors: int
+    cuts: int
+    load_cpu_cores: float
+    server_cpu_cores: float
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
+
+
+def rss_kb(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        except FileNotFoundError:
+            continue
+    return total
+
+
+class LoadProcess:
+    """A bench/capacity_load.py process, one command at a time."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    @classmethod
+    async def start(cls, target: str, args: argparse.Namespace, seed: int) -> LoadProcess:
+        command = [
+            *("-m", "bench.capacity_load", "--target", target, "--game", args.game),
+            *("--players", str(args.players), "--think", str(args.think), "--seed", str(seed)),
+            *("--streams-per-channel", str(args.streams_per_channel)),
+        ]
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+        )
+        return cls(process)
+
+    async def ask(self, command: dict[str, Any]) -> dict[str, Any]:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(json.dumps(command).encode() + b"\n")
+        await self.process.stdin.drain()
+        line = await self.process.stdout.readline()
+        if not line:
+            raise RuntimeError("a load process ended: see its errors above")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    async def stop(self) -> None:
+        if self.process.returncode is None:
+            self.process.terminate()
+            await self.process.wait()
+
+
+async def ask_all(loads: list[LoadProcess], command: dict[str, Any]) -> list[dict[str, Any]]:
+    return await asyncio.gather(*(load.ask(command) for load in loads))
+
+
+@dataclass
+class Base:
+    """The servers with no seat: RSS and idle CPU (their own timers: scheduler, health)."""
+
+    rss_kb: int
+    idle_cpu_per_s: float
+
+
+async def measure_base(server: CpuMeter, server_pids: list[int], window_s: float) -> Base:
+    server.start()
+    started = time.monotonic()
+    await asyncio.sleep(window_s)
+    idle = sum(server.stop().values()) / (time.monotonic() - started)
+    return Base(rss_kb(server_pids), idle)
+
+
+async def measure_step(
+    seats: int, loads: list[LoadProcess], server: CpuMeter, server_pids: list[int], base: Base, args: Any
+) -> Step:
+    share = [seats // len(loads) + (1 if n < seats % len(loads) else 0) for n in range(len(loads))]
+    opened = time.monotonic()
+    await asyncio.gather(*(load.ask({"seats": n}) for load, n in zip(loads, share, strict=True)))
+    print(f"  {seats} seats open ({time.monotonic() - opened:.0f} s)", file=sys.stderr)
+
+    # Idle: every stream open, no move sent.
+    await ask_all(loads, {"moving": False})
+    await asyncio.sleep(args.settle)
+    await ask_all(loads, {"report": True})
+    server.start()
+    started = time.monotonic()
+    await asyncio.sleep(args.idle_window)
+    idle_s = time.monotonic() - started
+    idle_cpu = sum(server.stop().values())
+    rss = rss_kb(server_pids)
+
+    # Moving.
+    await ask_all(loads, {"moving": True})
+    await asyncio.sleep(args.settle)
+    before = await ask_all(loads, {"report": True})
+    server.start()
+    started = time.monotonic()
+    await asyncio.sleep(args.move_window)
+    reports = await ask_all(loads, {"report": True})
+    moving_s = time.monotonic() - started
+    moving_cpu = sum(server.stop().values())
+    latencies = [ms for report in reports for ms in report["latencies_ms"]]
+    moves = sum(report["moves"] for report in reports)
+    load_cpu = sum(r["cpu_s"] for r in reports) - sum(r["cpu_s"] for r in before)
+    idle_per_seat_s = (idle_cpu / idle_s - base.idle_cpu_per_s) / seats
+    move_cpu = moving_cpu - (base.idle_cpu_per_s + idle_per_seat_s * seats) * moving_s
+    return Step(
+        seats=seats,
+        rss_kb_per_seat=(rss - base.rss_kb) / seats,
+        idle_us_per_seat_s=idle_per_seat_s * 1e6,
+        moves_per_s=moves / moving_s,
+        cpu_ms_per_move=move_cpu * 1000 / max(moves, 1),
+        p50_ms=percentile(latencies, 0.50),
+        p99_ms=percentile(latencies, 0.99),
+        errors=sum(r["errors"] for r in reports),
+        cuts=sum(r["cuts"] for r in reports),
+        load_cpu_cores=load_cpu / moving_s,
+        server_cpu_cores=moving_cpu / moving_s,
+    )
+
+
+def row(step: Step) -> list[str]:
+    return [
+        f"{step.seats:,}",
+        f"{step.rss_kb_per_seat:.1f}",
+        f"{step.idle_us_per_seat_s:.1f}",
+        f"{step.moves_per_s:.0f}",
+        f"{step.cpu_ms_per_move:.2f}",
+        f"{step.p50_ms:.1f}",
+        f"{step.p99_ms:.1f}",
+        f"{step.errors}/{step.cuts}",
+        f"{step.server_cpu_cores:.2f}",
+        f"{step.load_cpu_cores:.2f}",
+    ]
+
+
+HEADER = [
+    "seats",
+    "server RSS KB/seat",
+    "idle server CPU µs/seat-s",
+    "moves/s",
+    "server CPU ms/move",
+    "p50 ms",
+    "p99 ms",
+    "errors/cuts",
+    "server cores moving",
+    "load-gen cores",
+]
+
+
+async def run(args: argparse.Namespace, log: IO[bytes]) -> list[Step]:
+    steps = [int(n) for n in args.steps.split(",")]
+    gateway = f"127.0.0.1:{free_port()}"
+    with running_system([args.game], gateway_listen=gateway, log=log) as system:
+        probe = aioredis.Redis.from_url(system.redis_url)
+        redis_pid = int((await probe.info("server"))["process_id"])
+        await probe.aclose()
+        servers = [p.pid for p in system.processes]
+        server_pids = with_descendants([*servers, redis_pid])
+        server = CpuMeter({"servers": server_pids})
+        await asyncio.sleep(args.settle)
+        base = await measure_base(server, server_pids, args.idle_window)
+        processes = max(1, -(-max(steps) // args.seats_per_process))
+        loads = [await LoadProcess.start(gateway, args, seed) for seed in range(processes)]
+        results = []
+        try:
+            for seats in steps:
+                step = await measure_step(seats, loads, server, server_pids, base, args)
+                results.append(step)
+                print(markdown.table(HEADER, [row(step)]), file=sys.stderr)
+        finally:
+            for load in loads:
+                await load.stop()
+        return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", default="1000,2000,5000,10000,20000", help="seats at each step")
+    parser.add_argument("--think", type=float, default=20.0, help="mean think time per move, s")
+    parser.add_argument("--game", default="happy_mochi")
+    parser.add_argument("--players", type=int, default=4, help="seats per match")
+    parser.add_argument("--idle-window", type=float, default=30.0, help="s; two heartbeats")
+    parser.add_argument("--move-window", type=float, default=40.0, help="s")
+    parser.add_argument("--settle", type=float, default=5.0, help="s before each window")
+    parser.add_argument("--seats-per-process", type=int, default=SEATS_PER_LOAD_PROCESS)
+    parser.add_argument("--streams-per-channel", type=int, default=1000)
+    parser.add_argument("--log", default="/tmp/mogames-bench-capacity.log", help="the servers' log")
+    args = parser.parse_args()
+    use_bench_environment(MOGAMES_WEB_LISTEN="")
+    with Path(args.log).open("wb") as log:
+        results = asyncio.run(run(args, log))
+    print(f"\n{args.game}, {args.players} seats a match, a move per seat every ~{args.think:g} s:\n")
+    print(markdown.table(HEADER, [row(step) for step in results]))
+    held = [step.seats for step in results if step.p99_ms < P99_BOUND_MS and not step.errors]
+    print(f"\nlargest step with p99 < {P99_BOUND_MS:.0f} ms and no error: {max(held, default=0):,} seats")
+
+
+if __name__ == "__main__":
+    main()
