@@ -7,7 +7,7 @@ all, played to the end by the pure rules engines in one process (no server).
 A ``policy`` bot plays the game's timeout policy (``State.timeout_move``, what a timed-out seat
 gets too); a ``random`` bot any legal move. Per game and player count it prints a Markdown table
 row: matches, how many ended within the cap (the game's ``POLICY_MOVE_CAPS`` entry for
-``policy``; for ``random`` the server's own cap, ``services.catalog.MOVE_CAPS``), the longest and
+``policy``; for ``random`` the server's own cap, ``GameInfo.move_cap``), the longest and
 the mean match in moves, and CPU seconds (``time.process_time``). It exits non-zero if some match
 did not end, naming its seeds.
 """
@@ -21,17 +21,18 @@ import time
 from dataclasses import dataclass
 
 from bench.markdown import table
-from services.catalog import GAME_PACKAGES, MOVE_CAPS, rules_module
+from services import catalog
+from services.catalog import GAME_PACKAGES, rules_module
 from services.runtime.bots import bot_move
 
 # Moves within which every all-policy match of the game ends, at any player count: a few times the
 # longest seen over 1,000 seeds per player count, so a policy that loops shows at once. Random
-# play ends by chance, far later: it is held to the server's cap (services.catalog.MOVE_CAPS).
+# play ends by chance, far later: it is held to the server's cap (GameInfo.move_cap).
 POLICY_MOVE_CAPS = {"happy_mochi": 2_000, "mori": 1_000, "more": 10_000, "morisi": 1_000, "momiji": 1_000}
 
 
 def move_cap(game: str, level: str) -> int:
-    return POLICY_MOVE_CAPS[game] if level == "policy" else MOVE_CAPS[game]
+    return POLICY_MOVE_CAPS[game] if level == "policy" else catalog.move_cap(game)
 
 
 def play_to_the_end(game: str, players: int, seed: int, level: str, cap: int) -> int | None:

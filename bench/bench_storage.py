@@ -99,7 +99,7 @@ def archive_bytes(commits: list[list[Any]], game: str, *, rises: bool, shipped: 
 
 
 def measure(game: str, commits: int, seed: int) -> dict[str, Any]:
-    package = GAME_PACKAGES[game]
+    package = rules_module(game).GAME.package
     packing = EventPacking(package)
     pb2 = generated_modules(package)[0]
     decoded, moves, state = played(game, commits, seed)

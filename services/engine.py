@@ -90,6 +90,11 @@ class GameInfo:
     service: str  # "HappyMochi": gRPC service name
     min_players: int
     max_players: int
+    # The most moves a match may take before the server ends it ABANDONED (reason "move_cap"):
+    # a match that still loops (bots moving back and forth) ends, and no real one comes near
+    # it. Several times the longest all-random-bot match seen (make bench-policy --level
+    # random). MOGAMES_MAX_MOVES overrides it for a service.
+    move_cap: int
     options: tuple[OptionInfo, ...] = field(default_factory=tuple)
 
     @property

@@ -1,4 +1,4 @@
-"""The registry of bot adapters by game name: ``services/<package>/bot.py`` where it exists."""
+"""The registry of bot adapters by game name: ``<package>/bot.py`` where it exists."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ def adapter(game: str) -> ModuleType | None:
     """The adapter module of ``game``, or None when the game has none (yet)."""
     package = GAME_PACKAGES[game]
     try:
-        module = importlib.import_module(f"services.{package}.bot")
+        module = importlib.import_module(f"{package}.bot")
     except ModuleNotFoundError as error:
-        if error.name != f"services.{package}.bot":
+        if error.name != f"{package}.bot":
             raise
         return None
     missing = [name for name in REQUIRED if not hasattr(module, name)]
     if missing:
-        raise TypeError(f"services/{package}/bot.py lacks {', '.join(missing)}")
+        raise TypeError(f"{package}.bot lacks {', '.join(missing)}")
     return module
 
 

@@ -63,6 +63,7 @@ GAME = GameInfo(
     service="HappyMochi",
     min_players=2,
     max_players=6,
+    move_cap=60_000,
     options=(
         OptionInfo(
             name="first_player",

@@ -72,6 +72,7 @@ GAME = GameInfo(
     service="Momiji",
     min_players=2,
     max_players=4,
+    move_cap=3_000,
     options=(
         OptionInfo(
             name="draft_landscapes",

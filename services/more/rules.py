@@ -68,6 +68,7 @@ GAME = GameInfo(
     service="More",
     min_players=PLAYERS,
     max_players=PLAYERS,
+    move_cap=60_000,
     options=(
         OptionInfo("bid_for_solo", "bool", "Bid-for-Solo variant: sealed bids of 0-3 choose the Solo", False),
         OptionInfo("max_rounds", "uint32", "0: play to 3100; N > 0: the match also ends after N rounds", 0),

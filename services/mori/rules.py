@@ -76,6 +76,7 @@ GAME = GameInfo(
     service="Mori",
     min_players=3,
     max_players=5,
+    move_cap=3_000,
     options=(
         OptionInfo(
             name="first_player",

@@ -83,6 +83,7 @@ GAME = GameInfo(
     service="Morisi",
     min_players=2,
     max_players=4,
+    move_cap=20_000,
     options=(
         OptionInfo(
             "layout",

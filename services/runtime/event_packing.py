@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from services.catalog import GAME_PACKAGES
+from services.catalog import rules_module
 from services.runtime.by_identity import ByIdentity
 from services.runtime.proto_dicts import engine_dict, from_dict, generated_modules
 
@@ -55,4 +55,4 @@ class EventPacking:
 @functools.cache
 def packing_for(game: str) -> EventPacking:
     """The one EventPacking of ``game`` (a short name), shared by its store and codec."""
-    return EventPacking(GAME_PACKAGES[game])
+    return EventPacking(rules_module(game).GAME.package)

@@ -28,10 +28,9 @@ from typing import Any
 
 import msgspec
 
-from services.catalog import GAME_PACKAGES
+from services.catalog import GAME_PACKAGES, rules_module
 
 DICTIONARY_FILE = "history-events.zdict"
-_SERVICES = Path(__file__).resolve().parents[1]
 _pack = msgspec.msgpack.Encoder().encode
 _unpack = msgspec.msgpack.Decoder().decode
 
@@ -51,7 +50,7 @@ class UnknownDictionary(ValueError):
 
 
 def dictionary_path(game: str) -> Path:
-    return _SERVICES / GAME_PACKAGES[game] / DICTIONARY_FILE
+    return Path(str(rules_module(game).__file__)).parent / DICTIONARY_FILE
 
 
 @functools.cache

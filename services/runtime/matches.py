@@ -20,7 +20,7 @@ from typing import Any, Protocol
 import msgspec
 import structlog
 
-from services.catalog import MOVE_CAPS
+from services.catalog import move_cap
 from services.engine import Event, GameInfo, MoveError, NotYourTurn, RuleViolation
 from services.runtime import auth, keys, metrics
 from services.runtime.activity import Activity, Pending, live_matches
@@ -157,7 +157,7 @@ class MatchService:
         self.decode_state = StateDecoder(rules.State)
         self.hub = WatchHub(store, self.prompts, self.cached_record, self.remember)
         self.due = DueSet(store.redis, self.game.name)
-        self.max_moves = settings.max_moves or MOVE_CAPS[self.game.name]
+        self.max_moves = settings.max_moves or move_cap(self.game.name)
         self.activity = Activity(store.redis, self.game.name, settings.game_stream_maxlen)
 
     # -- reading ---------------------------------------------------------------------

@@ -202,7 +202,7 @@ class ServiceSettings:
     # waited for until it is done), then stops with one line.
     redis_wait_s: int = 30
     # Moves after which a match still going ends ABANDONED ("move_cap"); 0 = the game's
-    # own cap (services/catalog.py, MOVE_CAPS).
+    # own cap (GameInfo.move_cap).
     max_moves: int = 0
 
     @classmethod
