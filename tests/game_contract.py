@@ -17,7 +17,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from clients.game_client import GameClient
 from deploy.redis_server import running_redis
 from services.catalog import EXTRA_GAMES_SETTING, registered, rules_module
 from services.runtime.codec import to_dict
-from tests.helpers import is_history, refusal
+from tests.helpers import is_history, refusal, wait_serving
 from tests.test_processes import running_service_and_gateway
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,6 +90,15 @@ def served_game(package: str, tmp: Path) -> Iterator[tuple[str, str]]:
                 yield game, processes.gateway_address
     finally:
         sys.path.remove(str(generated))
+
+
+@contextlib.asynccontextmanager
+async def game_client(game: str, address: str) -> AsyncIterator[GameClient]:
+    """A client of ``game`` through the gateway at ``address``, once the gateway serves it (its
+    port opens before it has seen its replicas' health)."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        await wait_serving(channel, rules_module(game).GAME.full_service)
+        yield GameClient(channel, game)
 
 
 class Replay:

@@ -1,8 +1,9 @@
 """Seats over a match's life: bots seated at creation or added, leaving, rejoining with the
 seat's rejoin key, and ending a match as abandoned.
 
-Each operation loads the match, decides, and commits through ``MatchService.commit_events``
-(the same compare-and-set as a move), reloading when another write won the race.
+Each operation loads the match, decides by the checks every operation follows, in their
+order (services/runtime/checks.py), and commits through ``MatchService.commit_events`` (the
+same compare-and-set as a move), deciding again when another write won the race.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 import structlog
 
 from services.engine import Event
-from services.runtime.errors import FailedPrecondition, InvalidArgument, Unauthenticated
-from services.runtime.matches import ABANDONED, IN_PROGRESS, WAITING, Joined, MatchFacts, MatchService
+from services.runtime import checks
+from services.runtime.errors import InvalidArgument, Unauthenticated
+from services.runtime.matches import ABANDONED, WAITING, Joined, MatchFacts, MatchService
 from services.runtime.record import MatchRecord
 from services.runtime.tables import POLICY_ABANDON, bot_level
 
@@ -58,14 +60,11 @@ class Lifecycle:
         level = bot_level(level, "level")
         while True:
             record = await self.service.load_record(match_id)
-            status = self.service.status_of(record)
-            if status != WAITING:
-                raise FailedPrecondition(f"match_full: match is {status}, no free seat", reason="match_full")
-            if seat is not None and seat >= record.players:
-                raise InvalidArgument(f"seat: the match has seats 0 to {record.players - 1}", field="seat")
+            checks.waiting(self.service.status_of(record))
+            if seat is not None:
+                checks.seat_in_range(seat, record.players)
             chosen = record.seats.index(None) if seat is None else seat
-            if record.seats[chosen] is not None:
-                raise FailedPrecondition(f"seat_taken: seat {chosen} is taken", reason="seat_taken")
+            checks.seat_free(record.seats, chosen)
             self.service.seats(record).seat_bot(chosen, level)
             seated = Event({"bot_seated": {"seat": chosen, "level": level, "reason": "added"}})
             events = self.service.seat_taken(record, chosen, f"bot-{chosen}", (seated,))
@@ -81,14 +80,13 @@ class Lifecycle:
             seats = self.service.seats(record)
             seats.check_current(grant)
             status = self.service.status_of(record)
+            checks.live(status)
             if status == WAITING:
                 record.seats[seat] = None
                 seats.free(seat)
                 events = [Event({"player_left": {"seat": seat, "seat_freed": True}})]
-            elif status == IN_PROGRESS:
-                events = left_in_progress(self.service, record, seat, "left")
             else:
-                raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
+                events = left_in_progress(self.service, record, seat, "left")
             if await self.service.commit_events(record, events):
                 log.info("player_left", status=record.status)
                 return self.service.facts(record)
@@ -96,8 +94,7 @@ class Lifecycle:
     async def rejoin(self, match_id: str, rejoin_key: str) -> Joined:
         if not rejoin_key:
             raise InvalidArgument("rejoin_key: required (from JoinMatch)", field="rejoin_key")
-        if not match_id:
-            raise InvalidArgument("match_id: required", field="match_id")
+        checks.match_id_given(match_id)
         settings = self.service.settings
         while True:
             record = await self.service.load_record(match_id)
@@ -108,9 +105,7 @@ class Lifecycle:
                     "rejoin_key: no seat of this match holds this key (wrong key, or the seat was left)",
                     reason="bad_rejoin_key",
                 )
-            status = self.service.status_of(record)
-            if status not in (WAITING, IN_PROGRESS):
-                raise FailedPrecondition(f"match_over: match is {status}", reason="match_over")
+            checks.live(self.service.status_of(record))
             seats.renew_token(seat, self.service.now_ms(), settings.token_ttl_s)
             if await self.service.commit_events(record, [Event({"player_rejoined": {"seat": seat}})]):
                 structlog.contextvars.bind_contextvars(seat=seat)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-import grpc
 import pytest
 
 from clients.game_client import GameClient
@@ -22,9 +21,8 @@ def nim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
 
 @pytest.fixture
 async def client(nim: tuple[str, str]) -> AsyncIterator[GameClient]:
-    game, address = nim
-    async with grpc.aio.insecure_channel(address) as channel:
-        yield GameClient(channel, game)
+    async with game_contract.game_client(*nim) as served:
+        yield served
 
 
 def test_nim_is_no_shipped_game_and_is_served_only_while_registered(nim: tuple[str, str]) -> None:
