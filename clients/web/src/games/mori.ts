@@ -3,6 +3,7 @@ import { h } from "../dom.js";
 import type { Json } from "../render.js";
 import { card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj, handZone } from "./parts.js";
 import type { GameRenderer, TableContext } from "./types.js";
+import "./mori.css";
 
 const SEASON_COLOURS: Record<string, string> = {
   spring: "#3f9b4a",
@@ -11,6 +12,8 @@ const SEASON_COLOURS: Record<string, string> = {
   winter: "#3a72b8",
   x: "#6b4a8f",
 };
+
+const FACE_SIGNS: Record<string, string> = { spring: "❀", summer: "☀", autumn: "❦", winter: "❄", x: "X" };
 
 function season(value: Json | undefined): string {
   return short(value, "SUIT_");
@@ -25,10 +28,11 @@ function cardLook(c: Obj, isPrivate = false) {
 function die(ctx: TableContext, d: Obj, kind?: string): HTMLElement {
   const face = season(d.face);
   const move = kind ? findMove(ctx, kind, (f) => num(f.die) === num(d.id)) : undefined;
-  const content = [face === "x" ? "X" : face.slice(0, 2)];
+  const content = [FACE_SIGNS[face] ?? "?"];
   const element = move ? ctx.moveButton(move, content, "die") : h("span", { class: "die" }, ...content);
   element.style.setProperty("--suit", SEASON_COLOURS[face] ?? "#888");
   element.title = `die: ${face}`;
+  if (move) element.setAttribute("aria-label", `${kind === "claimDie" ? "claim" : "play"} the ${face} die`);
   return element;
 }
 
@@ -47,6 +51,34 @@ function trick(ctx: TableContext, t: Obj, label: string): HTMLElement {
   return zone(label, ...facts, ...plays);
 }
 
+function phaseWords(ctx: TableContext): string {
+  const v = ctx.view;
+  const who = seatName(ctx, num(v.turn));
+  const phase = short(v.phase, "PHASE_");
+  if (phase === "claim") return ctx.seat === num(v.turn) ? "you won the trick: claim a die from the mat" : `${who} claims a die from the mat`;
+  if (phase === "play") return ctx.seat === num(v.turn) ? "your play: a card from your hand or a die from your aid" : `${who} to play`;
+  return "the match is over";
+}
+
+/** Every finished round's scores, seat by seat, and the running totals. */
+function roundScores(ctx: TableContext): HTMLElement | null {
+  const players = list(ctx.view.players).map(obj);
+  const rounds = Math.max(0, ...players.map((p) => list(p.roundScores).length));
+  if (!rounds) return null;
+  const heads = ["player", ...Array.from({ length: rounds }, (_, i) => `round ${i + 1}`), "total"];
+  return h(
+    "div",
+    { class: "zone summary", id: "round-summary" },
+    h("div", { class: "label" }, "scores by round"),
+    h(
+      "table",
+      {},
+      h("thead", {}, h("tr", {}, heads.map((t) => h("th", { scope: "col" }, t)))),
+      h("tbody", {}, players.map((p) => h("tr", {}, h("th", { scope: "row" }, seatName(ctx, num(p.seat))), list(p.roundScores).map((s) => h("td", {}, String(num(s)))), h("td", {}, String(num(p.total)))))),
+    ),
+  );
+}
+
 export const mori: GameRenderer = {
   draw(ctx) {
     const v = ctx.view;
@@ -62,17 +94,17 @@ export const mori: GameRenderer = {
         pill(`pile ${num(info.pileSize)}`),
         pill(`total ${num(info.total)}`),
         list(info.aid).length ? h("span", {}, " aid: ", list(info.aid).map((d) => die(ctx, obj(d), "playDie"))) : null,
-        list(info.roundScores).length ? pill(`rounds ${list(info.roundScores).join(" / ")}`) : null,
       );
     });
     return h(
       "div",
       { class: "mori" },
-      h("div", { class: "row" }, pill(`round ${num(v.round)} of ${num(v.rounds)}`), pill(short(v.phase, "PHASE_")), pill(`turn: ${seatName(ctx, num(v.turn))}`)),
+      h("div", { class: "row" }, pill(`round ${num(v.round)} of ${num(v.rounds)}`), pill(phaseWords(ctx)), pill(`tricks played: ${num(v.tricksPlayed)}`)),
       zone("dice mat", ...list(v.mat).map((d) => die(ctx, obj(d), "claimDie"))),
       v.trick ? trick(ctx, obj(v.trick), "this trick") : null,
       v.lastTrick && list(obj(v.lastTrick).plays).length ? trick(ctx, obj(v.lastTrick), "last trick") : null,
       h("div", { class: "zone" }, h("div", { class: "label" }, "players"), ...players),
+      roundScores(ctx),
       ctx.seat !== null ? handZone("your hand", ...hand) : null,
     );
   },

@@ -1,89 +1,225 @@
 // Morisi: a hex map of coloured lands and cities; pawns walk, sticks make routes, houses count.
-import { h, svg } from "../dom.js";
+// Every decision is made on the map and its controls: click a tile to place or move the
+// pawn (or predict a city); lay a stick by clicking a city or a tile of your network, then
+// the neighbouring land to pay with (or drag from one to the other); build, undo or end the
+// turn with the buttons under the map (ending a turn with sticks laid asks first).
+import { h } from "../dom.js";
+import { listWords } from "../words.js";
+import { choiceButton, LocalChoice } from "./choice.js";
 import { findMove, list, num, obj, pill, seatName, short, zone, type Obj } from "./parts.js";
-import type { GameRenderer, TableContext } from "./types.js";
+import { hexMap, SEAT_COLOURS, SEAT_COLOUR_NAMES, TERRAIN, type TileMark } from "./morisi_map.js";
+import type { GameRenderer, LegalMove, TableContext } from "./types.js";
+import "./morisi.css";
 
-const TERRAIN: Record<string, string> = {
-  city: "#e9e2cf",
-  yellow: "#e8c547",
-  orange: "#e8892e",
-  red: "#c9413a",
-  green: "#4f9a4c",
-  blue: "#3f78c0",
+const COLOURS = ["yellow", "orange", "red", "green", "blue"];
+const PHASES: Record<string, string> = {
+  predict: "predict the three biggest cities",
+  place: "place the pawns",
+  move: "move the pawn",
+  build: "lay sticks, then build the route or end the turn",
+  over: "the game is over",
 };
-const SEATS = ["#ffffff", "#1d2330", "#b23aa8", "#12a5a5"];
-const SIZE = 26;
 
-function centre(tile: Obj): [number, number] {
-  const q = num(tile.q);
-  const r = num(tile.r);
-  return [SIZE * Math.sqrt(3) * (q + r / 2), SIZE * 1.5 * r];
+// The stick being laid: its first tile (a city or a tile of the seat's network).
+const local: { anchor?: number; confirmEnd: boolean; version: string } = { confirmEnd: false, version: "" };
+
+/** Cities are named by letters, in tile order: A, B, C… */
+export function cityLetters(view: Obj): Map<number, string> {
+  const letters = new Map<number, string>();
+  for (const tile of list(view.tiles).map(obj)) {
+    if (short(tile.terrain, "TERRAIN_") === "city") letters.set(num(tile.index), String.fromCharCode(65 + letters.size));
+  }
+  return letters;
 }
 
-function hexPoints(x: number, y: number): string {
-  return Array.from({ length: 6 }, (_, i) => {
-    const angle = (Math.PI / 3) * i + Math.PI / 6;
-    return `${(x + SIZE * Math.cos(angle)).toFixed(1)},${(y + SIZE * Math.sin(angle)).toFixed(1)}`;
-  }).join(" ");
+function tileWords(view: Obj, letters: Map<number, string>, index: number): string {
+  const letter = letters.get(index);
+  if (letter) return `city ${letter}`;
+  const tile = obj(list(view.tiles)[index]);
+  return `the ${short(tile.terrain, "TERRAIN_")} land${num(tile.blocks) ? ` with ${num(tile.blocks)} block${num(tile.blocks) > 1 ? "s" : ""}` : ""}`;
 }
 
-function board(ctx: TableContext): SVGElement {
+function play(ctx: TableContext, move: LegalMove): void {
+  local.anchor = undefined;
+  local.confirmEnd = false;
+  ctx.moveButton(move, []).click();
+}
+
+function stickCost(ctx: TableContext, a: number, b: number): number {
+  const [low, high] = a < b ? [a, b] : [b, a];
+  return 1 + list(ctx.view.sticks).map(obj).filter((s) => num(s.a) === low && num(s.b) === high && num(s.seat) !== ctx.seat).length;
+}
+
+/** What each tile does when clicked now. */
+function tileMarks(ctx: TableContext, letters: Map<number, string>): Map<number, TileMark> {
   const v = ctx.view;
-  const tiles = list(v.tiles).map(obj);
-  const at = new Map(tiles.map((t) => [num(t.index), centre(t)]));
-  const xs = [...at.values()].map(([x]) => x);
-  const ys = [...at.values()].map(([, y]) => y);
-  const pad = SIZE * 1.2;
-  const [minX, maxX, minY, maxY] = [Math.min(...xs) - pad, Math.max(...xs) + pad, Math.min(...ys) - pad, Math.max(...ys) + pad];
-  const houses = new Map(list(v.cities).map((c) => [num(obj(c).city), list(obj(c).points).map(num)]));
-  const layer: SVGElement[] = [];
-  for (const tile of tiles) {
-    const [x, y] = at.get(num(tile.index))!;
-    const terrain = short(tile.terrain, "TERRAIN_");
-    const move = findMove(ctx, "placePawn", (f) => num(f.tile) === num(tile.index)) ?? findMove(ctx, "movePawn", (f) => num(f.tile) === num(tile.index));
-    const hex = svg("polygon", { points: hexPoints(x, y), fill: TERRAIN[terrain] ?? "#999", stroke: move ? "#ffd34d" : "#2b3a2f", "stroke-width": move ? 4 : 1.5, class: move ? "hex clickable" : "hex" });
-    if (move) {
-      hex.addEventListener("click", () => ctx.moveButton(move, []).click());
-      hex.append(svg("title", {}, document.createTextNode(`move here (tile ${num(tile.index)})`)));
+  const marks = new Map<number, TileMark>();
+  const say = (index: number) => tileWords(v, letters, index);
+  for (const m of ctx.moves) {
+    const [kind, body] = Object.entries(m.json)[0] ?? ["", null];
+    const fields = obj(body);
+    if (kind === "placePawn" || kind === "movePawn") {
+      const tile = num(fields.tile);
+      marks.set(tile, { kind: "move", label: `${kind === "placePawn" ? "place" : "move"} your pawn on ${say(tile)}`, onPick: () => play(ctx, m), move: JSON.stringify(m.json) });
+    } else if (kind === "predict") {
+      const city = num(list(fields.cities)[0]);
+      const rank = list(list(v.predictions).map(obj).find((p) => num(p.seat) === ctx.seat)?.cities).length + 1;
+      marks.set(city, { kind: "move", label: `predict ${say(city)} as number ${rank}`, onPick: () => play(ctx, m), move: JSON.stringify(m.json) });
     }
-    layer.push(hex);
-    if (tile.circled || terrain === "city") layer.push(svg("circle", { cx: x, cy: y, r: SIZE * 0.55, fill: "none", stroke: "#6b4a2b", "stroke-width": 2, "pointer-events": "none" }));
-    const label = terrain === "city" ? `⌂${(houses.get(num(tile.index)) ?? []).reduce((a, b) => a + b, 0)}` : num(tile.blocks) ? `▪${num(tile.blocks)}` : "";
-    if (label) layer.push(svg("text", { x, y: y + 4, "text-anchor": "middle", "font-size": 11, fill: "#1d2330", "pointer-events": "none" }, document.createTextNode(label)));
   }
-  for (const s of list(v.sticks).map(obj)) {
-    const a = at.get(num(s.a));
-    const b = at.get(num(s.b));
-    if (a && b) layer.push(svg("line", { x1: a[0], y1: a[1], x2: b[0], y2: b[1], stroke: SEATS[num(s.seat)] ?? "#000", "stroke-width": 5, "stroke-linecap": "round", opacity: 0.85, "pointer-events": "none" }));
+  const sticks = ctx.moves.filter((m) => "layStick" in m.json).map((m) => ({ move: m, anchor: num(obj(m.json.layStick).anchor), paid: num(obj(m.json.layStick).paid) }));
+  if (local.anchor !== undefined && !sticks.some((s) => s.anchor === local.anchor)) local.anchor = undefined;
+  for (const s of sticks) {
+    if (!marks.has(s.anchor)) {
+      marks.set(s.anchor, {
+        kind: "anchor",
+        label: `start a stick at ${say(s.anchor)}`,
+        onPick: () => {
+          local.anchor = local.anchor === s.anchor ? undefined : s.anchor;
+          table.redraw();
+        },
+      });
+    }
   }
-  for (const p of list(v.players).map(obj)) {
-    const spot = p.pawnPlaced ? at.get(num(p.pawnTile)) : undefined;
-    if (spot) layer.push(svg("circle", { cx: spot[0] + 8, cy: spot[1] - 8, r: 8, fill: SEATS[num(p.seat)] ?? "#000", stroke: "#000", "stroke-width": 1.5, "pointer-events": "none" }));
+  if (local.anchor !== undefined) {
+    const anchor = local.anchor;
+    marks.set(anchor, { kind: "chosen", label: `${say(anchor)}: the stick starts here (click again to let go)`, onPick: () => ((local.anchor = undefined), table.redraw()) });
+    for (const s of sticks.filter((s) => s.anchor === anchor)) {
+      const cost = stickCost(ctx, s.anchor, s.paid);
+      const colour = short(obj(list(v.tiles)[s.paid]).terrain, "TERRAIN_");
+      marks.set(s.paid, { kind: "pay", note: `${cost}`, label: `lay a stick from ${say(anchor)} to ${say(s.paid)}, paying ${cost} ${colour} block${cost > 1 ? "s" : ""}`, onPick: () => play(ctx, s.move), move: JSON.stringify(s.move.json) });
+    }
   }
-  return svg("svg", { viewBox: `${minX} ${minY} ${maxX - minX} ${maxY - minY}`, width: Math.min(760, maxX - minX), class: "hexmap" }, ...layer);
+  return marks;
 }
+
+/** Lays the stick dragged from one tile to a neighbour, when the rules allow it. */
+function dragStick(ctx: TableContext, from: number, to: number): boolean {
+  const move = findMove(ctx, "layStick", (f) => num(f.anchor) === from && num(f.paid) === to);
+  if (move) play(ctx, move);
+  return Boolean(move);
+}
+
+function controls(ctx: TableContext): HTMLElement | null {
+  const v = ctx.view;
+  if (!ctx.moves.some((m) => "endTurn" in m.json)) return null;
+  const pending = list(v.pending).map(obj);
+  const build = findMove(ctx, "buildRoute");
+  const undo = findMove(ctx, "undoStick");
+  const end = findMove(ctx, "endTurn")!;
+  const items: (HTMLElement | string | null)[] = [];
+  const paid = COLOURS.map((colour) => [colour, pending.filter((p) => short(obj(list(v.tiles)[num(p.paid)]).terrain, "TERRAIN_") === colour).reduce((sum, p) => sum + num(p.cost), 0)] as const).filter(([, n]) => n);
+  items.push(
+    h("span", { class: "hint" }, pending.length ? `Laid this turn: ${pending.length} stick${pending.length > 1 ? "s" : ""}, paid ${listWords(paid.map(([c, n]) => `${n} ${c}`))}.` : "Click a dashed tile (a city or your network) to start a stick, then the land to pay with; or drag between them."),
+  );
+  const named = (button: HTMLElement, focus: string) => ((button.dataset.focus = focus), button);
+  if (build) items.push(named(ctx.moveButton(build, ["Build the route (ends the turn)"], "build"), "build"));
+  else if (pending.length) items.push(h("span", { class: "hint" }, "Not a route yet: the sticks must join into one route whose ends are cities or your network, adding houses."));
+  if (undo) items.push(named(ctx.moveButton(undo, ["Undo the last stick"], "undo"), "undo"));
+  if (!pending.length) items.push(named(ctx.moveButton(end, ["End the turn without building"], "end"), "end"));
+  else if (!local.confirmEnd) items.push(choiceButton([`End the turn…`], { focus: "end-ask", onPick: () => ((local.confirmEnd = true), table.redraw()) }));
+  else {
+    items.push(
+      h(
+        "span",
+        { class: "confirm", role: "alert" },
+        `End the turn without building? The ${pending.length} stick${pending.length > 1 ? "s" : ""} laid go back and their blocks return. `,
+        named(ctx.moveButton(end, ["Yes, end the turn"], "end"), "end"),
+        choiceButton(["No, keep building"], { focus: "end-keep", onPick: () => ((local.confirmEnd = false), table.redraw()) }),
+      ),
+    );
+  }
+  return h("div", { class: "row actions", id: "morisi-actions" }, ...items);
+}
+
+function players(ctx: TableContext): HTMLElement {
+  const v = ctx.view;
+  return h(
+    "div",
+    { class: "zone" },
+    h("div", { class: "label" }, "players"),
+    list(v.players).map((p) => {
+      const info = obj(p);
+      const seat = num(info.seat);
+      const swatch = h("span", { class: "swatch", title: `${SEAT_COLOUR_NAMES[seat]} houses and sticks` });
+      swatch.style.background = SEAT_COLOURS[seat] ?? "#000";
+      return h(
+        "div",
+        { class: `player${num(v.turnSeat) === seat && short(v.phase, "PHASE_") !== "over" ? " turn" : ""}`, "data-seat": seat },
+        swatch,
+        h("strong", {}, seatName(ctx, seat)),
+        pill(`${SEAT_COLOUR_NAMES[seat]}`),
+        pill(`score ${num(info.score)}`),
+        pill(`${num(info.blockCount)} blocks`),
+        pill(`houses: ${num(info.housePoints)} placed, ${num(info.housesLeft)} left`),
+        pill(`${num(info.sticks)} sticks`),
+        pill(`${num(info.cities)} cities`),
+        v.predictionVariant ? pill(`${num(info.predicted)} of 3 predicted`) : null,
+      );
+    }),
+  );
+}
+
+function predictions(ctx: TableContext, letters: Map<number, string>): HTMLElement | null {
+  const shown = list(ctx.view.predictions).map(obj).filter((p) => list(p.cities).length);
+  if (!shown.length) return null;
+  return zone("predictions", ...shown.map((p) => pill(`${seatName(ctx, num(p.seat))}: ${list(p.cities).map((c, i) => `${i + 1}. ${letters.get(num(c)) ?? "?"}`).join(" ")}`)));
+}
+
+function gameOver(ctx: TableContext, letters: Map<number, string>): HTMLElement | null {
+  const v = ctx.view;
+  if (short(v.phase, "PHASE_") !== "over") return null;
+  const reason = short(v.endReason, "END_REASON_") === "houses_exhausted" ? "a player placed their last house" : "a colour's last block left the map";
+  const scoring = list(v.scoringCities).map((c) => letters.get(num(c)) ?? "?");
+  return h(
+    "div",
+    { class: "zone summary", id: "morisi-summary" },
+    h("div", { class: "label" }, `The game ended: ${reason}.`),
+    h("p", {}, `Scoring cities: ${scoring.length ? listWords(scoring) : "none"}. Each city with a house of yours is worth 4, plus your houses in the scoring cities.`),
+    h("p", {}, list(v.players).map((p) => `${seatName(ctx, num(obj(p).seat))}: ${num(obj(p).score)} (${num(obj(p).cities)} cities, ${num(obj(p).housePoints)} house points)`).join(" · ")),
+  );
+}
+
+function drawTable(ctx: TableContext): HTMLElement {
+  const v = ctx.view;
+  const version = `${ctx.view.version}:${list(v.pending).length}`;
+  if (version !== local.version) {
+    local.version = version;
+    local.confirmEnd = false;
+  }
+  const letters = cityLetters(v);
+  const phase = short(v.phase, "PHASE_");
+  const mine = list(v.myBlocks);
+  const map = h("div", { class: "board-map", "data-scroll": "map" }, hexMap({ view: v, letters, marks: tileMarks(ctx, letters), onDrag: (from, to) => dragStick(ctx, from, to) }));
+  return h(
+    "div",
+    { class: "morisi" },
+    h(
+      "div",
+      { class: "row" },
+      pill(PHASES[phase] ?? phase),
+      phase !== "over" ? pill(`turn: ${seatName(ctx, num(v.turnSeat))}`) : null,
+      pill(`turns played: ${num(v.turn)}`),
+      pill(`house supply ${num(v.houseSupply)} each`),
+    ),
+    map,
+    controls(ctx),
+    ctx.seat !== null && mine.length
+      ? h(
+          "div",
+          { class: "zone blocks" },
+          h("div", { class: "label" }, "your blocks"),
+          h("div", { class: "row" }, ...mine.map((n, i) => h("span", { class: "pill block", "data-private": "blocks", style: `background:${TERRAIN[COLOURS[i]]}` }, `${COLOURS[i]} ${num(n)}`))),
+        )
+      : null,
+    players(ctx),
+    predictions(ctx, letters),
+    gameOver(ctx, letters),
+  );
+}
+
+const table = new LocalChoice(drawTable);
 
 export const morisi: GameRenderer = {
-  draw(ctx) {
-    const v = ctx.view;
-    const colours = ["yellow", "orange", "red", "green", "blue"];
-    const players = list(v.players).map((p) => {
-      const info = obj(p);
-      const swatch = h("span", { class: "swatch" });
-      swatch.style.background = SEATS[num(info.seat)] ?? "#000";
-      return h("div", { class: "player" }, swatch, h("strong", {}, seatName(ctx, num(info.seat))), pill(`score ${num(info.score)}`), pill(`${num(info.blockCount)} blocks`), pill(`${num(info.housesLeft)} houses left`), pill(`${num(info.sticks)} sticks`), pill(`${num(info.cities)} cities`));
-    });
-    const mine = list(v.myBlocks);
-    return h(
-      "div",
-      { class: "morisi" },
-      h("div", { class: "row" }, pill(short(v.phase, "PHASE_").replaceAll("_", " ")), pill(`turn: ${seatName(ctx, num(v.turnSeat))}`), pill(`turn ${num(v.turn)}`), pill(`map: ${String(v.layout ?? "")}`)),
-      h("div", { class: "board-map" }, board(ctx)),
-      list(v.pending).length ? zone("sticks laid this turn", ...list(v.pending).map((s) => pill(`at ${num(obj(s).anchor)}, paid ${num(obj(s).paid)}/${num(obj(s).cost)}`))) : null,
-      h("div", { class: "zone" }, h("div", { class: "label" }, "players"), ...players),
-      ctx.seat !== null && mine.length
-        ? zone("your blocks", ...mine.map((n, i) => h("span", { class: "pill", "data-private": "blocks", style: `background:${TERRAIN[colours[i]]};color:#1d2330` }, `${colours[i]} ${num(n)}`)))
-        : null,
-    );
-  },
+  draw: (ctx) => table.draw(ctx),
 };

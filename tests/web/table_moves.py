@@ -1,0 +1,164 @@
+"""How a person makes one move of Mori, More or Morisi on the table itself (cards, dice,
+piles, melds, hexes and the table's own controls), never with the list of legal moves.
+
+Each function makes exactly one move (one request): it may first pick cards or a stick's
+first tile, which the page keeps to itself and sends nothing for."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from playwright.async_api import Locator, Page
+
+LIVE = ":not([disabled])"
+BOARD = "#board"
+
+
+async def _click_any(page: Page, selector: str, rng: random.Random) -> bool:
+    found = page.locator(selector)
+    count = await found.count()
+    if not count:
+        return False
+    await found.nth(rng.randrange(count)).click()
+    return True
+
+
+async def mori_move(page: Page, rng: random.Random) -> None:
+    """A card from the hand, a die from the aid, or a die claimed from the mat."""
+    assert await _click_any(page, f"{BOARD} [data-testid=move]{LIVE}", rng), "no Mori move on the table"
+
+
+async def _pick(page: Page, selector: str, rng: random.Random) -> bool:
+    return await _click_any(page, f"{BOARD} .hand button.pick.card{selector}", rng)
+
+
+async def more_move(page: Page, rng: random.Random) -> None:
+    """Draw (or now and then take the discard pile), lay a meld of picked cards, add a picked
+    card to a meld's end, take the turn back, or drop a picked card on the discard pile."""
+    board = page.locator(BOARD)
+    take = board.locator(f".piles button.move.card:not(.pile):not(.drop){LIVE}")
+    if await take.count() and rng.random() < 0.3:
+        await take.click()
+        return
+    if await _click_any(page, f"{BOARD} .piles button.move.pile{LIVE}", rng):
+        return
+    if await _click_any(page, f"{BOARD} button.move.bid{LIVE}", rng):
+        return
+    clear = board.locator("button.pick.quiet")
+    if await clear.count():
+        await clear.click()
+    must_meld_top = await board.locator(".hand button.pick.card.top").count() > 0
+    if must_meld_top:
+        await board.locator(".hand button.pick.card.top").click()
+        if await _meld_picked(page, rng) or await _add_picked(page, rng):
+            return
+        await board.locator(f"button.move.take-back{LIVE}").click()
+        return
+    if await board.locator(".hand button.pick.card.meldable").count() and rng.random() < 0.8:
+        await _pick(page, ".meldable", rng)
+        if await _meld_picked(page, rng):
+            return
+        await board.locator("button.pick.quiet").click()
+    if await board.locator(".hand button.pick.card.addable").count() and rng.random() < 0.8:
+        await _pick(page, ".addable", rng)
+        if await _add_picked(page, rng):
+            return
+        await board.locator("button.pick.quiet").click()
+    await _pick(page, ":not(.top)", rng)
+    drop = board.locator(f".piles button.move.drop{LIVE}")
+    if await drop.count():
+        await drop.click()
+        return
+    # The only card that cannot go is a taken pile's top card still to meld: take it all back.
+    await board.locator(f"button.move.take-back{LIVE}").click()
+
+
+async def _meld_picked(page: Page, rng: random.Random) -> bool:
+    """Picks partners of the picked cards until they make a meld, then lays it."""
+    board = page.locator(BOARD)
+    for _ in range(3):
+        lay = board.locator(f"button.move.lay{LIVE}")
+        if await lay.count():
+            await lay.click()
+            return True
+        if not await _pick(page, ".meldable[aria-pressed=false]", rng):
+            return False
+    return False
+
+
+async def _add_picked(page: Page, rng: random.Random) -> bool:
+    return await _click_any(page, f"{BOARD} .meld button.move.slot{LIVE}", rng)
+
+
+async def _tiles(page: Page) -> list[dict[str, Any]]:
+    return list(
+        await page.locator(f"{BOARD} svg.hexmap polygon").evaluate_all(
+            "ps => ps.map(p => ({tile: +p.dataset.tile, q: +p.dataset.q, r: +p.dataset.r,"
+            " terrain: p.dataset.terrain, blocks: +p.dataset.blocks, kind: p.getAttribute('class')}))"
+        )
+    )
+
+
+def _neighbours(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    dq, dr = b["q"] - a["q"], b["r"] - a["r"]
+    return (dq, dr) in {(1, 0), (1, -1), (0, -1), (-1, 0), (-1, 1), (0, 1)}
+
+
+def _hex(page: Page, index: int) -> Locator:
+    return page.locator(f"{BOARD} svg.hexmap polygon[data-tile='{index}']")
+
+
+async def morisi_move(page: Page, rng: random.Random, plan: dict[str, int]) -> None:
+    """Place or move the pawn on a highlighted tile; in the build phase join two cities
+    through one land tile (city, land, city: a route adding houses), building it when the
+    table offers to; otherwise undo the stick or end the turn (confirming it)."""
+    board = page.locator(BOARD)
+    tiles = await _tiles(page)
+    targets = [t for t in tiles if "move" in (t["kind"] or "").split()]
+    if targets:
+        # Towards the blocks of the scarcest colour on the map: its last block ends the game.
+        left = {t["terrain"]: 0 for t in tiles if t["blocks"]}
+        for t in tiles:
+            if t["blocks"]:
+                left[t["terrain"]] += t["blocks"]
+        best = sorted(targets, key=lambda t: (not t["blocks"], left.get(t["terrain"], 99), rng.random()))[0]
+        await _hex(page, best["tile"]).click()
+        return
+    build = board.locator(f"button.move.build{LIVE}")
+    if await build.count():
+        await build.click()
+        return
+    pending = await page.locator(f"{BOARD} svg.hexmap line[stroke-dasharray]").count()
+    if pending == 0:
+        plan.clear()
+        cities = [t for t in tiles if t["terrain"] == "city" and "anchor" in (t["kind"] or "")]
+        rng.shuffle(cities)
+        for city in cities:
+            await _hex(page, city["tile"]).click()
+            pays = [t for t in await _tiles(page) if "pay" in (t["kind"] or "").split()]
+            for land in pays:
+                cities_by = [t for t in tiles if t["terrain"] == "city" and _neighbours(t, land)]
+                other = [t for t in cities_by if t["tile"] != city["tile"]]
+                if other:
+                    plan.update(second=other[0]["tile"], land=land["tile"])
+                    await _hex(page, land["tile"]).click()
+                    return
+            await _hex(page, city["tile"]).click()
+    elif "second" in plan:
+        second, paid = plan.pop("second"), plan["land"]
+        if "anchor" in (next(t for t in tiles if t["tile"] == second)["kind"] or ""):
+            await _hex(page, second).click()
+            pay = page.locator(f"{BOARD} svg.hexmap polygon.pay[data-tile='{paid}']")
+            if await pay.count():
+                await pay.click()
+                return
+            await _hex(page, second).click()
+    undo = board.locator(f"button.move.undo{LIVE}")
+    if pending and await undo.count() and rng.random() < 0.5:
+        await undo.click()
+        return
+    ask = board.locator("#morisi-actions button.pick")
+    if await ask.count():
+        await ask.first.click()
+    await board.locator(f"button.move.end{LIVE}").click()
