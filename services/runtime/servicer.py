@@ -18,6 +18,7 @@ from mogames.common.v1 import common_pb2
 from services.runtime.auth import bearer_token, player_of_session, session_token
 from services.runtime.codec import Codec, to_dict
 from services.runtime.errors import InvalidArgument, clip, to_refusal, to_service_error
+from services.runtime.history import StoredEvent
 from services.runtime.lifecycle import Lifecycle
 from services.runtime.limits import client_id
 from services.runtime.matches import Joined, MatchFacts, MatchService
@@ -26,6 +27,10 @@ from services.runtime.presence import Presence
 from services.runtime.tasks import cancel_until_done
 
 log = structlog.get_logger("rpc")
+
+# A WatchMatch asked with_table sends a heartbeat this often when quiet: the page that asked
+# says "reconnecting" soon after they stop (docs/protocol.md).
+TABLE_HEARTBEAT_S = 2.0
 
 
 def match_message(facts: MatchFacts) -> common_pb2.Match:
@@ -109,12 +114,19 @@ class GameServicer:
         self.codec = codec
         self._closing: set[asyncio.Future[None]] = set()
 
-    def _end_with_call(self, events: AsyncGenerator[Any, None]) -> None:
+    def _end_with_call(self, events: AsyncGenerator[Any, None], ahead: _Lookahead | None = None) -> None:
         """End ``events`` (and so its watch subscription) when the call ends, however it ends:
-        a client gone away may leave the generator parked at a yield that is never resumed."""
+        a client gone away may leave the generator parked at a yield that is never resumed.
+        A next event asked for ahead (``ahead``) is given up first: the generator cannot be
+        closed while a task of its own waits in it."""
+
+        async def end() -> None:
+            if ahead is not None:
+                await ahead.cancel()
+            await events.aclose()
 
         def close() -> None:
-            closing = asyncio.ensure_future(events.aclose())
+            closing = asyncio.ensure_future(end())
             self._closing.add(closing)  # the loop keeps only a weak reference to a task
             closing.add_done_callback(self._closing.discard)
 
@@ -189,14 +201,63 @@ class GameServicer:
         after_version = request.after_version if request.HasField("after_version") else None
         token = _token(context)
         events = self.service.watch(request.match_id, token, after_version, request.after_seq)
-        self._end_with_call(events)
+        ahead = _Lookahead(events)
+        self._end_with_call(events, ahead)
         # The seat's presence (a token that is not the seat's current one counts for nothing).
         stream = self.presence.stream(request.match_id, token)
         try:
-            async for event in events:
-                yield self.codec.event(event)
+            if request.with_table:
+                async for message in self._with_tables(request.match_id, token, ahead):
+                    yield message
+            else:
+                async for event in events:
+                    yield self.codec.event(event)
         finally:
             stream.close()
+
+    async def _with_tables(
+        self, match_id: str, token: str | None, ahead: _Lookahead
+    ) -> AsyncIterator[Message]:
+        """The watch's events with the caller's table first and after each commit's events,
+        and a heartbeat every ``TABLE_HEARTBEAT_S`` when quiet (a page tells a frozen gateway
+        from a quiet match by them, without asking anything). A commit hands its events and
+        prompts to the watch at once, so the next one not being there after a turn of the
+        loop means the commit's batch is over: the table goes then."""
+        if not hasattr(self.codec.pb2, "TableUpdate"):
+            raise InvalidArgument(
+                "with_table: this game's contract has no MatchEvent.table", field="with_table"
+            )
+        table = await self._table(match_id, token)
+        last_version: int = table.version  # type: ignore[attr-defined]
+        yield table
+        try:
+            while True:
+                coming = ahead.next()
+                done, _ = await asyncio.wait({coming}, timeout=TABLE_HEARTBEAT_S)
+                if not done:
+                    yield self.codec.event(self.service.heartbeat(last_version))
+                    continue
+                event = ahead.take()
+                if event is None:
+                    return
+                last_version = max(last_version, event.version)
+                yield self.codec.event(event)
+                if "heartbeat" in event.body:
+                    continue
+                ahead.next()
+                await asyncio.sleep(0)
+                if not ahead.ready() or ahead.ended():
+                    yield await self._table(match_id, token)
+        finally:
+            await ahead.cancel()
+
+    async def _table(self, match_id: str, token: str | None) -> Message:
+        body, version, seat, active = await self.service.get_view(match_id, token)
+        facts = await self.service.get_match(match_id)
+        update = self.codec.pb2.TableUpdate(
+            view=self.codec.view(body, version, seat, active), match=match_message(facts)
+        )
+        return self.codec.pb2.MatchEvent(version=version, table=update)
 
     async def PlayMatch(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
@@ -206,6 +267,11 @@ class GameServicer:
         if first is None or first.WhichOneof("kind") != "watch":
             raise InvalidArgument("PlayMatchRequest.watch: the first message names the match", field="watch")
         watch, token = first.watch, _token(context)
+        if watch.with_table:
+            raise InvalidArgument(
+                "PlayMatchRequest.watch.with_table: only WatchMatch carries the table",
+                field="watch.with_table",
+            )
         _bind(match_id=watch.match_id)
         after_version = watch.after_version if watch.HasField("after_version") else None
         outbox = PlayOutbox(self.service.settings.heartbeat_s, self.service.heartbeat)
@@ -292,3 +358,40 @@ class GameServicer:
         _player(context, self.service)
         seat = request.seat if request.HasField("seat") else None
         return match_message(await self.lifecycle.add_bot(request.match_id, seat, request.level))
+
+
+class _Lookahead:
+    """A watch's next event asked for ahead, in a task of its own: whether it is already
+    there tells a commit's batch from the next one, and waiting for it can time out without
+    cancelling the watch itself."""
+
+    def __init__(self, events: AsyncGenerator[StoredEvent, None]) -> None:
+        self.events = events
+        self.task: asyncio.Future[StoredEvent] | None = None
+
+    def next(self) -> asyncio.Future[StoredEvent]:
+        if self.task is None:
+            self.task = asyncio.ensure_future(anext(self.events))
+        return self.task
+
+    def ready(self) -> bool:
+        return self.task is not None and self.task.done()
+
+    def ended(self) -> bool:
+        """The watch has nothing more (its last event was the match's end)."""
+        return self.ready() and isinstance(self.task.exception(), StopAsyncIteration)  # type: ignore[union-attr]
+
+    def take(self) -> StoredEvent | None:
+        """The event asked for (done), None at the watch's end; its error is raised."""
+        task, self.task = self.task, None
+        assert task is not None and task.done()
+        try:
+            return task.result()
+        except StopAsyncIteration:
+            return None
+
+    async def cancel(self) -> None:
+        task, self.task = self.task, None
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
