@@ -92,19 +92,19 @@ function gameCard(info: GameInfo): HTMLElement {
     { class: "game", "data-game": info.name },
     h("h2", {}, info.title || info.name),
     h("p", { class: "muted" }, `${info.minPlayers}–${info.maxPlayers} players`),
-    h("div", { class: "option" }, h("label", {}, "players"), h("input", { type: "number", name: "players", min: info.minPlayers, max: info.maxPlayers, value: info.minPlayers })),
-    h("div", { class: "option" }, h("label", { title: "Server bots take the last seats" }, "bots"), h("input", { type: "number", name: "bots", min: 0, max: info.maxPlayers - 1, value: 0 })),
+    h("div", { class: "option" }, h("label", { for: `${info.name}-players` }, "players"), h("input", { type: "number", id: `${info.name}-players`, name: "players", min: info.minPlayers, max: info.maxPlayers, value: info.minPlayers })),
+    h("div", { class: "option" }, h("label", { for: `${info.name}-bots`, title: "Server bots take the last seats" }, "bots"), h("input", { type: "number", id: `${info.name}-bots`, name: "bots", min: 0, max: info.maxPlayers - 1, value: 0 })),
     h(
       "div",
       { class: "option" },
-      h("label", { title: "How well the server bots play" }, "bot level"),
+      h("label", { for: `${info.name}-bot-level`, title: "How well the server bots play" }, "bot level"),
       h(
         "select",
-        { name: "bot_level" },
+        { name: "bot_level", id: `${info.name}-bot-level` },
         BOT_LEVELS.map(([level, words]) => h("option", { value: level, selected: level === "medium" }, words)),
       ),
     ),
-    h("div", { class: "option" }, h("label", { title: "Same seed, same deal (optional)" }, "seed"), h("input", { type: "text", name: "seed", inputmode: "numeric", placeholder: "random" })),
+    h("div", { class: "option" }, h("label", { for: `${info.name}-seed`, title: "Same seed, same deal (optional)" }, "seed"), h("input", { type: "text", id: `${info.name}-seed`, name: "seed", inputmode: "numeric", placeholder: "random" })),
     info.options.map((o) => optionInput(info.name, o)),
     h("button", { type: "submit", class: "create" }, "Create match"),
     report,
@@ -118,8 +118,8 @@ function gameCard(info: GameInfo): HTMLElement {
 
 export async function showLobby(root: HTMLElement): Promise<void> {
   const name = h("input", { id: "player-name", value: playerName(), placeholder: "your name", oninput: (e: Event) => setPlayerName((e.target as HTMLInputElement).value) });
-  const joinId = h("input", { id: "join-match", placeholder: "match id" }) as HTMLInputElement;
-  const joinGame = h("select", { id: "join-game" }, Object.keys(GAMES).map((g) => h("option", { value: g }, g))) as HTMLSelectElement;
+  const joinId = h("input", { id: "join-match", placeholder: "match id", "aria-label": "match id" }) as HTMLInputElement;
+  const joinGame = h("select", { id: "join-game", "aria-label": "game" }, Object.keys(GAMES).map((g) => h("option", { value: g }, g))) as HTMLSelectElement;
   const join = h(
     "form",
     { class: "join" },

@@ -11,19 +11,17 @@ import { heldSeat, holdSeat, playerName, releaseSeat, type HeldSeat } from "./se
 import { MatchStatus, type Match } from "./gen/mogames/common/v1/common_pb.js";
 
 const HISTORY_LIMIT = 300;
-const WAITING_POLL_MS = 1500;
 // Failed calls are tried again after these pauses, the last one repeating.
-const BACKOFF_MS = [250, 500, 1000, 2000, 3000];
-// A quiet stream (heartbeats come only every 15 s) cannot tell a frozen gateway from a quiet
-// match: after this long without a message the page asks the gateway, and a question not
-// answered within PROBE_TIMEOUT_MS says "reconnecting" (well within 5 s of the freeze).
-const QUIET_MS = 1500;
-const PROBE_TIMEOUT_MS = 2000;
+const BACKOFF_MS = [250, 500, 1000, 2000];
+// The watch sends the table after every commit and a heartbeat every 2 s when quiet
+// (WatchMatchRequest.with_table): this long without a message, the gateway is frozen or
+// gone and the page says "reconnecting" (within 5 s of it); after REOPEN_MS the watch is
+// opened again. No request is sent while the stream is alive.
+const QUIET_MS = 3000;
+const REOPEN_MS = 15_000;
 const WATCHDOG_TICK_MS = 500;
-// A move not answered by then is given up (the buttons come back; the next read tells).
+// A move not answered by then is given up (the buttons come back; the stream tells).
 const MOVE_TIMEOUT_MS = 10_000;
-// Several events of one move arrive together: one refresh for all of them.
-const REFRESH_DEBOUNCE_MS = 15;
 
 interface LogLine {
   version: number;
@@ -32,29 +30,27 @@ interface LogLine {
   body: { [key: string]: Json };
 }
 
+type StreamEvent = Message & { version: bigint; seq: number; event: { case?: string; value?: unknown } };
+
 export class Table {
   private match?: Match;
   private view?: { [key: string]: Json };
   private moves: { move: Message; json: { [key: string]: Json } }[] = [];
-  private promptMoves?: Message[];
+  // The seat's legal moves from its last prompt, and the version they are for.
+  private promptMoves: Message[] = [];
+  private promptVersion = -1;
   private log: LogLine[] = [];
   private error = "";
   private busy = false;
   private cursor?: { version: bigint; seq: number };
-  private refreshTimer?: number;
-  private refreshing = false;
-  private refreshAgain = false;
   private stopped = false;
   private watch = new AbortController();
   // Every watch loop carries the generation it was started in; a newer one ends it, so a
   // page never has two watches open.
   private watchGeneration = 0;
-  // The gateway does not answer (a failed or overdue call): shown as "reconnecting…".
+  // The gateway does not answer (a failed watch or a quiet stream): shown as "reconnecting…".
   private reconnecting = false;
   private lastHeard = Date.now();
-  private probing = false;
-  private failures = 0;
-  private retryTimer?: number;
   private notice = "";
   private errorReason = "";
   private seat?: HeldSeat;
@@ -71,15 +67,11 @@ export class Table {
     this.seat = heldSeat(matchId);
   }
 
+  /** The page draws from one watch alone: the table comes on it first and after each commit. */
   async start(): Promise<void> {
-    await this.refresh();
+    this.render();
     void this.watchLoop(this.watchGeneration);
-    window.setInterval(() => void this.watchdog(), WATCHDOG_TICK_MS);
-    // Joins are version-0 events that a watch from an older server does not stream:
-    // while seats are free, look at the match now and then as well.
-    window.setInterval(() => {
-      if (this.match?.status === MatchStatus.WAITING_FOR_PLAYERS) void this.refresh();
-    }, WAITING_POLL_MS);
+    window.setInterval(() => this.watchdog(), WATCHDOG_TICK_MS);
   }
 
   stop(): void {
@@ -91,30 +83,25 @@ export class Table {
     return this.seat?.token;
   }
 
-  /** Start watching afresh (after taking a seat): the running watch ends for good. */
+  private get live(): boolean {
+    return !this.match || this.match.status === MatchStatus.WAITING_FOR_PLAYERS || this.match.status === MatchStatus.IN_PROGRESS;
+  }
+
+  /** Start watching afresh (after taking a seat, or a stream gone quiet): the running watch ends for good. */
   private restartWatch(): void {
     this.watchGeneration += 1;
     this.watch.abort();
     this.watch = new AbortController();
+    this.lastHeard = Date.now();
     void this.watchLoop(this.watchGeneration);
   }
 
-  /** Asks the gateway when the stream has been quiet for a while; no answer: reconnecting. */
-  private async watchdog(): Promise<void> {
-    if (this.stopped || this.probing || Date.now() - this.lastHeard < QUIET_MS) return;
-    if (this.match && this.match.status !== MatchStatus.WAITING_FOR_PLAYERS && this.match.status !== MatchStatus.IN_PROGRESS) return;
-    this.probing = true;
-    try {
-      // The page's own icon from the same port: nothing for the game servers or Redis to do.
-      const answer = await fetch("/favicon.ico", { method: "HEAD", cache: "no-store", signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
-      if (!answer.ok) throw new Error(`the gateway answered ${answer.status}`);
-      this.lastHeard = Date.now();
-      if (this.reconnecting) void this.refresh();
-    } catch {
-      this.setReconnecting(true);
-    } finally {
-      this.probing = false;
-    }
+  /** A stream quiet for longer than its heartbeats allow: the gateway is frozen or gone. */
+  private watchdog(): void {
+    if (this.stopped || !this.live) return;
+    const quiet = Date.now() - this.lastHeard;
+    if (quiet >= QUIET_MS) this.setReconnecting(true);
+    if (quiet >= REOPEN_MS) this.restartWatch();
   }
 
   private setReconnecting(on: boolean): void {
@@ -126,7 +113,7 @@ export class Table {
   private async watchLoop(generation: number): Promise<void> {
     let failures = 0;
     while (!this.stopped && generation === this.watchGeneration) {
-      const request: Record<string, unknown> = { matchId: this.matchId };
+      const request: Record<string, unknown> = { matchId: this.matchId, withTable: true };
       if (this.cursor) {
         request.afterVersion = this.cursor.version;
         request.afterSeq = this.cursor.seq;
@@ -137,17 +124,22 @@ export class Table {
           if (generation !== this.watchGeneration) return;
           this.lastHeard = Date.now();
           failures = 0;
-          this.onEvent(event as Message & { version: bigint; seq: number; event: { case?: string; value?: unknown } });
+          this.onEvent(event as StreamEvent);
         }
-        if (generation !== this.watchGeneration) return;
-        await this.refresh();
-        if (this.match && this.match.status !== MatchStatus.WAITING_FOR_PLAYERS && this.match.status !== MatchStatus.IN_PROGRESS) return;
+        if (generation !== this.watchGeneration || !this.live) return;
       } catch (error) {
         if (this.stopped || generation !== this.watchGeneration) return;
         if (isCode(error, Code.NotFound) || isCode(error, Code.PermissionDenied)) {
           this.error = describeError(error).message;
           this.render();
           return;
+        }
+        if (isCode(error, Code.Unauthenticated)) {
+          if (describeError(error).reason === "token_revoked" || !(await this.rejoin())) {
+            this.seatLost();
+            return;
+          }
+          continue;
         }
         failures += 1;
         // A watch cut more than once in a row: the gateway is away (a single cut is a
@@ -158,100 +150,68 @@ export class Table {
     }
   }
 
-  private onEvent(event: Message & { version: bigint; seq: number; event: { case?: string; value?: unknown } }): void {
+  private onEvent(event: StreamEvent): void {
     const kind = event.event.case;
     if (kind === "heartbeat") return;
+    if (kind === "table") {
+      const update = event.event.value as { view?: Message; match?: Match };
+      if (update.match) this.match = update.match;
+      if (update.view) this.view = toJson(this.descriptors.view, update.view, { alwaysEmitImplicit: true }) as { [key: string]: Json };
+      this.reconnecting = false;
+      // A failure to reach the server is over once the stream speaks again; a refusal stays.
+      if (!this.errorReason) this.error = "";
+      this.showMoves();
+      this.render();
+      return;
+    }
     if (kind === "prompt") {
       const prompt = event.event.value as { seat: number; moves: Message[] };
-      if (this.seat && prompt.seat === this.seat.seat) this.promptMoves = prompt.moves;
-    } else {
-      this.cursor = { version: event.version, seq: event.seq };
-      const json = toJson(this.descriptors.event, event, { alwaysEmitImplicit: true }) as { [key: string]: Json };
-      const body = json[kind ?? ""];
-      this.log.push({ version: Number(event.version), kind: kind ?? "", body: body && typeof body === "object" && !Array.isArray(body) ? body : {} });
-      if (this.log.length > HISTORY_LIMIT) this.log.splice(0, this.log.length - HISTORY_LIMIT);
-      this.promptMoves = undefined;
-    }
-    this.scheduleRefresh();
-  }
-
-  private scheduleRefresh(): void {
-    window.clearTimeout(this.refreshTimer);
-    this.refreshTimer = window.setTimeout(() => void this.refresh(), REFRESH_DEBOUNCE_MS);
-  }
-
-  /** Re-read the match, the view and the legal moves; calls that overlap run once more after. */
-  async refresh(): Promise<void> {
-    if (this.refreshing) {
-      this.refreshAgain = true;
+      if (this.seat && prompt.seat === this.seat.seat) {
+        this.promptMoves = prompt.moves;
+        this.promptVersion = Number(event.version);
+      }
       return;
     }
-    this.refreshing = true;
-    try {
-      do {
-        this.refreshAgain = false;
-        await this.read();
-      } while (this.refreshAgain);
-    } finally {
-      this.refreshing = false;
-    }
+    this.cursor = { version: event.version, seq: event.seq };
+    const json = toJson(this.descriptors.event, event, { alwaysEmitImplicit: true }) as { [key: string]: Json };
+    const body = json[kind ?? ""];
+    this.log.push({ version: Number(event.version), kind: kind ?? "", body: body && typeof body === "object" && !Array.isArray(body) ? body : {} });
+    if (this.log.length > HISTORY_LIMIT) this.log.splice(0, this.log.length - HISTORY_LIMIT);
   }
 
-  private async read(): Promise<void> {
-    window.clearTimeout(this.retryTimer);
-    // The three reads are independent: ask for them at once.
-    const [match, view, legal] = await Promise.allSettled([
-      this.client.getMatch({ matchId: this.matchId }) as Promise<Match>,
-      this.client.getView({ matchId: this.matchId }, auth(this.token)) as Promise<Message>,
-      this.seat && !this.promptMoves
-        ? (this.client.listLegalMoves({ matchId: this.matchId }, auth(this.token)) as Promise<{ moves: Message[] }>)
-        : Promise.resolve(undefined),
-    ]);
-    if (match.status === "rejected") {
-      if (isCode(match.reason, Code.NotFound)) this.error = describeError(match.reason).message;
-      else this.retryLater();
-      this.render();
-      return;
-    }
-    this.match = match.value;
-    if (view.status === "fulfilled") {
-      this.view = toJson(this.descriptors.view, view.value, { alwaysEmitImplicit: true }) as { [key: string]: Json };
-    } else if (this.seat && isCode(view.reason, Code.Unauthenticated)) {
-      this.view = undefined;
-      await this.rejoin();
-    } else {
-      // The table as last seen stays until the view is read again.
-      this.retryLater();
-      this.render();
-      return;
-    }
-    this.failures = 0;
-    this.lastHeard = Date.now();
-    this.reconnecting = false;
-    const mine = this.seat && this.match.status === MatchStatus.IN_PROGRESS && this.match.activeSeats.includes(this.seat.seat);
-    const moves = !mine ? [] : (this.promptMoves ?? (legal.status === "fulfilled" ? legal.value?.moves : undefined) ?? []);
+  /** The seat's moves: its prompt's, when it is for the table's version. */
+  private showMoves(): void {
+    const match = this.match;
+    const mine = this.seat && match && match.status === MatchStatus.IN_PROGRESS && match.activeSeats.includes(this.seat.seat);
+    const moves = mine && this.promptVersion === Number(match.version) ? this.promptMoves : [];
     this.moves = moves.map((move) => ({ move, json: toJson(this.descriptors.move, move) as { [key: string]: Json } }));
-    this.render();
   }
 
-  /** A read failed (the gateway is away or answered an error): read again, later and later. */
-  private retryLater(): void {
-    this.failures += 1;
-    this.reconnecting = true;
-    window.clearTimeout(this.retryTimer);
-    this.retryTimer = window.setTimeout(() => void this.refresh(), backoff(this.failures));
-  }
-
-  private async rejoin(): Promise<void> {
+  /** A token no longer accepted (expired): its rejoin key buys a fresh one. */
+  private async rejoin(): Promise<boolean> {
     const seat = this.seat;
-    if (!seat?.rejoinKey) return;
+    if (!seat?.rejoinKey) return false;
     try {
       const joined = await this.client.rejoinMatch({ matchId: this.matchId, rejoinKey: seat.rejoinKey });
       this.seat = { ...seat, token: joined.token, rejoinKey: joined.rejoinKey || seat.rejoinKey };
       holdSeat(this.seat);
+      return true;
     } catch {
-      // Rejoining is not possible (the server does not offer it yet, or the seat is gone).
+      return false;
     }
+  }
+
+  /** The seat was taken over (rejoined elsewhere, left, or given to a bot): never watched again. */
+  private seatLost(): void {
+    const seat = this.seat;
+    // Another tab that rejoined holds the seat's newer token: its record stays.
+    if (seat && heldSeat(this.matchId)?.token === seat.token) releaseSeat(this.matchId);
+    this.seat = undefined;
+    this.moves = [];
+    this.reconnecting = false;
+    this.stopped = true;
+    this.notice = "This seat is no longer played from this page: it was taken over elsewhere, left, or handed to a bot.";
+    this.render();
   }
 
   private async play(index: number): Promise<void> {
@@ -262,12 +222,14 @@ export class Table {
     this.error = "";
     this.errorReason = "";
     this.render();
+    const before = Number(this.match?.version ?? 0);
     try {
       await this.client.submitMove(
         { matchId: this.matchId, move: chosen.move, requestId: crypto.randomUUID() },
         { ...auth(this.token), timeoutMs: MOVE_TIMEOUT_MS },
       );
-      this.promptMoves = undefined;
+      // The moves offered were for the version before the move: the stream brings the next.
+      if (Number(this.match?.version ?? 0) === before) this.moves = [];
     } catch (error) {
       const refused = describeError(error);
       if (refused.reason) {
@@ -275,12 +237,12 @@ export class Table {
         this.errorReason = refused.reason;
       } else {
         // Not the rules' answer: the call did not get through (the move may or may not have
-        // been taken; the next read tells).
+        // been taken; the stream tells).
         this.reconnecting = true;
       }
     }
     this.busy = false;
-    await this.refresh();
+    this.render();
   }
 
   private async join(): Promise<void> {
@@ -295,7 +257,6 @@ export class Table {
     this.cursor = undefined;
     this.log = [];
     this.restartWatch();
-    await this.refresh();
   }
 
   private async addBots(): Promise<void> {
@@ -310,13 +271,16 @@ export class Table {
         break;
       }
     }
-    await this.refresh();
+    this.render();
   }
 
   /** Gives the seat up on the server (LeaveMatch), then says what became of it. */
   private async leave(): Promise<void> {
     const seat = this.seat;
     if (!seat) return;
+    // The seat's watch ends with token_revoked once the leave is taken: it is closed first.
+    this.watchGeneration += 1;
+    this.watch.abort();
     try {
       const match = (await this.client.leaveMatch({ matchId: this.matchId }, auth(seat.token))) as Match;
       const after = match.seats.find((s) => s.seat === seat.seat);
@@ -326,6 +290,7 @@ export class Table {
     } catch (error) {
       if (!isCode(error, Code.Unauthenticated) && !isCode(error, Code.PermissionDenied)) {
         this.error = `Could not leave: ${describeError(error).message}`;
+        this.restartWatch();
         this.render();
         return;
       }
@@ -333,9 +298,9 @@ export class Table {
     }
     releaseSeat(this.matchId);
     this.seat = undefined;
-    this.promptMoves = undefined;
+    this.promptMoves = [];
+    this.moves = [];
     this.restartWatch();
-    await this.refresh();
   }
 
   render(): void {
@@ -386,7 +351,7 @@ export class Table {
           h("h1", {}, title),
           h("span", { class: `status ${status.toLowerCase()}`, id: "status" }, status.replaceAll("_", " ").toLowerCase()),
           h("span", { id: "you", "data-seat": this.seat?.seat ?? "" }, you),
-          h("span", { class: "link" }, "Join link: ", h("input", { readonly: true, value: link, id: "join-link", onclick: (e: Event) => (e.target as HTMLInputElement).select() })),
+          h("label", { class: "link", for: "join-link" }, "Join link: ", h("input", { readonly: true, value: link, id: "join-link", onclick: (e: Event) => (e.target as HTMLInputElement).select() })),
           !this.seat && match.status === MatchStatus.WAITING_FOR_PLAYERS && freeSeats
             ? h("button", { id: "join", onclick: () => void this.join() }, "Take a seat")
             : null,
@@ -435,7 +400,8 @@ export class Table {
           : null,
         h(
           "div",
-          { class: "log", id: "log" },
+          // Scrolls: reachable by keyboard.
+          { class: "log", id: "log", tabindex: 0, "aria-label": "events" },
           h("h2", {}, "Events"),
           h("ol", {}, this.log.slice(-60).reverse().map((line) => h("li", {}, h("span", { class: "v" }, `v${line.version}`), " ", speaker.event(line.kind, line.body)))),
         ),
@@ -465,14 +431,17 @@ const REFUSALS: Record<string, string> = {
   match_over: "The match is over: no more moves.",
 };
 
-// A dot on the tab's icon and a word in its title when the seat is to play.
-const TURN_ICON =
+// A dot on the tab's icon and a word in its title when the seat is to play. Both icons are
+// in the page (data URIs): changing them asks the server for nothing.
+const icon = (dot: string) =>
   "data:image/svg+xml," +
-  encodeURIComponent('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect x="1" y="1" width="14" height="14" rx="2" fill="#4c7a2f"/><circle cx="8" cy="8" r="5" fill="#ffb000"/></svg>');
+  encodeURIComponent(`<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><rect x="1" y="1" width="14" height="14" rx="2" fill="#4c7a2f"/>${dot}</svg>`);
+const TURN_ICON = icon('<circle cx="8" cy="8" r="5" fill="#ffb000"/>');
+const IDLE_ICON = icon("");
 
 function showTurn(game: string, yourTurn: boolean): void {
   const title = `${game.replace("_", " ")} · mogames`;
   document.title = yourTurn ? `● Your turn · ${title}` : title;
-  const icon = document.getElementById("favicon");
-  if (icon) icon.setAttribute("href", yourTurn ? TURN_ICON : "/favicon.ico");
+  const link = document.getElementById("favicon");
+  if (link && link.getAttribute("href") !== (yourTurn ? TURN_ICON : IDLE_ICON)) link.setAttribute("href", yourTurn ? TURN_ICON : IDLE_ICON);
 }
