@@ -35,6 +35,13 @@ function hand(ctx: TableContext, cards: Obj[]): HTMLElement[] {
   return items;
 }
 
+/** The Value card: a button that flips it while a 5's flip is pending. */
+function valueCard(ctx: TableContext, side: string): HTMLElement {
+  const flip = findMove(ctx, "flipValue");
+  const said = `values ${side === "plus" ? "higher" : "lower"}: a Duo must be ${side === "plus" ? "greater" : "smaller"}`;
+  return flip ? ctx.moveButton(flip, [`⇅ Flip the value card (now: ${said})`], "flip") : pill(said);
+}
+
 export const happyMochi: GameRenderer = {
   draw(ctx) {
     const v = ctx.view;
@@ -42,6 +49,7 @@ export const happyMochi: GameRenderer = {
     const central = (c: Obj, height: number, name: string) =>
       h("div", { class: "stack" }, card(ctx, look(c), source(name)), h("div", { class: "who" }, `${height} high`));
     const deck = source("DECK");
+    const pass = findMove(ctx, "passTurn");
     return h(
       "div",
       { class: "happymochi" },
@@ -51,7 +59,7 @@ export const happyMochi: GameRenderer = {
         pill(`round ${num(v.round)}`),
         pill(short(v.phase, "PHASE_").replaceAll("_", " ")),
         pill(`turn: ${seatName(ctx, num(v.turnSeat))}`),
-        pill(`values ${short(v.valueSide, "VALUE_SIDE_")}`),
+        valueCard(ctx, short(v.valueSide, "VALUE_SIDE_")),
         pill(`to beat: ${num(v.numberToBeat)}`, "strong"),
         v.colorRestriction ? pill("same colour only", "strong") : null,
         pill(`game ends at ${num(v.endScore)}`),
@@ -64,7 +72,17 @@ export const happyMochi: GameRenderer = {
         v.drawnCard ? zone(`held card (${short(v.drawnFrom, "DRAW_SOURCE_")})`, card(ctx, look(obj(v.drawnCard)))) : null,
         list(v.pendingEffects).length ? zone("effects to resolve", ...list(v.pendingEffects).map((e) => pill(new Speaker(ctx.names).fields(e)))) : null,
       ),
-      h("div", { class: "row" }, ...list(v.handSizes).map((n, seat) => pill(`${seatName(ctx, seat)}: ${num(n)} cards, ${num(list(v.totalScores)[seat])} penalty`))),
+      h(
+        "div",
+        { class: "row players" },
+        ...list(v.handSizes).map((n, seat) => {
+          const said = `${seatName(ctx, seat)}: ${num(n)} cards, ${num(list(v.totalScores)[seat])} penalty`;
+          // A 9 played: its player names who draws by clicking that player.
+          const drawer = findMove(ctx, "nameDrawer", (f) => num(f.seat) === seat);
+          return drawer ? ctx.moveButton(drawer, [`✋ ${seatName(ctx, seat)} draws — ${said}`], "player-choice") : pill(said);
+        }),
+        pass ? ctx.moveButton(pass, ["Pass: no Duo to play, nothing to draw"], "pass") : null,
+      ),
       ctx.seat !== null ? handZone("your hand (click a card to play it and its right neighbour as a Duo; ↓ places a drawn card)", ...hand(ctx, list(v.hand).map(obj))) : null,
     );
   },
