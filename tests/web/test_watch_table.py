@@ -1,10 +1,12 @@
 """WatchMatch asked with_table carries the caller's table: first when it opens, then after
 each commit's events (and the seat's prompt), so that the web page draws from the stream
-alone; heartbeats every TABLE_HEARTBEAT_S while quiet; PlayMatch refuses the flag."""
+alone; heartbeats every TABLE_HEARTBEAT_S while quiet; the watch released when its call ends;
+PlayMatch refuses the flag."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import grpc
 import pytest
@@ -13,7 +15,7 @@ from mogames.common.v1 import common_pb2
 from clients.game_client import auth
 from services.runtime.servicer import TABLE_HEARTBEAT_S
 from tests.conftest import Cluster
-from tests.helpers import active_seat_move, start_match
+from tests.helpers import active_seat_move, start_match, watch_released
 
 GAME = "happy_mochi"
 
@@ -60,7 +62,9 @@ async def test_the_table_comes_first_and_after_each_commit(cluster: Cluster) -> 
     stream.cancel()
 
 
-async def test_a_quiet_table_watch_sends_heartbeats(cluster: Cluster) -> None:
+async def test_a_quiet_table_watch_sends_heartbeats_and_is_released(
+    cluster: Cluster, redis_client: Any
+) -> None:
     client = cluster.client(GAME)
     started = await start_match(client, 2, seed=4)
     request = common_pb2.WatchMatchRequest(match_id=started.match_id, with_table=True)
@@ -72,9 +76,11 @@ async def test_a_quiet_table_watch_sends_heartbeats(cluster: Cluster) -> None:
             beats += 1
             if beats == 2:
                 break
-    stream.cancel()
     # Two heartbeats of a quiet match, each after TABLE_HEARTBEAT_S without anything else.
     assert time.monotonic() - start >= TABLE_HEARTBEAT_S
+    # Dropped while it waits for the next event: the watch ends with the call.
+    stream.cancel()
+    await watch_released(redis_client, started.match_id)
 
 
 async def test_play_match_refuses_with_table(cluster: Cluster) -> None:
