@@ -62,6 +62,10 @@ export function zone(label: string, ...children: (Node | string | null)[]): HTML
 export function handZone(label: string, ...children: (Node | string | null)[]): HTMLElement {
   const element = zone(label, ...children);
   element.classList.add("hand");
+  // It scrolls sideways on a phone: reachable by keyboard even when no card can be played.
+  const row = element.querySelector(".row");
+  row?.setAttribute("tabindex", "0");
+  row?.setAttribute("aria-label", label);
   return element;
 }
 
