@@ -76,7 +76,9 @@ def test_message_to_dict_keeps_json_formats_spellings() -> None:
     from mogames.common.v1 import common_pb2
 
     watch = common_pb2.WatchMatchRequest(match_id="m")
-    assert to_dict(watch) == _json_format_dict(watch) == {"match_id": "m", "after_seq": 0, "with_table": False}
+    assert (
+        to_dict(watch) == _json_format_dict(watch) == {"match_id": "m", "after_seq": 0, "with_table": False}
+    )
     watch.after_version = 2**40
     assert to_dict(watch) == _json_format_dict(watch)
     assert to_dict(watch)["after_version"] == str(2**40)
