@@ -1,5 +1,5 @@
 """The table when its gateway fails, with a real gateway process: frozen (SIGSTOP), the page
-says "reconnecting" within 5 s; killed and started again on the same ports, the page is
+says "reconnecting" within 5 s; then killed and started again on the same ports, the page is
 playing again within 5 s of the restart with no error left. A watch ended because the seat's
 token was revoked (the seat rejoined elsewhere) is not tried again: the page says so."""
 
@@ -13,11 +13,13 @@ import subprocess
 import sys
 from collections.abc import Iterator
 
+import pytest
 from playwright.async_api import Browser, Page
 
 from deploy.redis_server import free_port, wait_for_port
 from tests.web.conftest import PAGE, WebStack
 from tests.web.harness import Match, create_in_lobby, open_tab
+from tests.web.test_browser_table import on_a_phone, version_above
 
 # "Reconnecting" must show within this long of the gateway freezing or going away, and the
 # table be playing again within this long of its restart.
@@ -79,6 +81,33 @@ def gateway_process(stack: WebStack, redis_url: str) -> Iterator[GatewayProcess]
 async def playing(page: Page) -> None:
     await page.wait_for_selector("section.table[data-status=IN_PROGRESS]")
     await page.wait_for_selector(MOVE)
+
+
+@pytest.mark.alone
+async def test_a_frozen_then_killed_gateway(
+    quick_bots_stack: WebStack, browser: Browser, redis_url: str
+) -> None:
+    with gateway_process(quick_bots_stack, redis_url) as gateway:
+        tab = await open_tab(browser, gateway.url, "Ada", {"width": 1280, "height": 800})
+        await create_in_lobby(tab, Match("happy_mochi", 2, bots=1))
+        await playing(tab.page)
+        await on_a_phone(tab.page)
+        assert await tab.page.locator("#reconnecting").count() == 0
+
+        # Frozen: the process stops answering, its connections stay open.
+        gateway.signal(signal.SIGSTOP)
+        await tab.page.wait_for_selector("#reconnecting", timeout=NOTICE_MS)
+        # Then killed as it is, and started again on the same ports.
+        gateway.kill()
+        gateway.start()
+        await tab.page.wait_for_selector("#reconnecting", state="detached", timeout=NOTICE_MS)
+        await tab.page.wait_for_selector(MOVE, timeout=NOTICE_MS)
+        assert await tab.page.locator("#error").count() == 0
+        before = await tab.version()
+        await tab.page.locator(MOVE).first.click()
+        await version_above(tab, before)
+        assert await tab.page.locator("#error").count() == 0
+        await tab.page.context.close()
 
 
 async def test_a_watch_ended_by_a_revoked_token_is_not_tried_again(
