@@ -112,7 +112,11 @@ async def test_20_async_matches_give_exactly_the_expected_signed_notifications(
     for fields in entries:
         await add_entry(client, fields)
     metrics_port = free_port()
-    env = notifier_env(receiver, MOGAMES_METRICS_LISTEN=f"127.0.0.1:{metrics_port}")
+    # A call that times out is delivered again (at least once, by design): on a loaded
+    # machine the receiver in this process may answer late, so the timeout is long here.
+    env = notifier_env(
+        receiver, MOGAMES_METRICS_LISTEN=f"127.0.0.1:{metrics_port}", MOGAMES_NOTIFY_TIMEOUT_MS="60000"
+    )
     workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **env))
     await wait_until(lambda: _has(receiver, expected), f"{len(expected)} notifications", 60)
     await asyncio.sleep(1.0)  # nothing more comes
@@ -156,6 +160,29 @@ async def metrics_of(port: int) -> dict[tuple[str, str], float]:
 
 async def _has(receiver: Receiver, expected: set[str]) -> bool:
     return {json.loads(call.body)["id"] for call in receiver.received()} >= expected
+
+
+async def test_an_entry_still_being_delivered_is_not_delivered_again(
+    worker_redis, workers, receiver, tmp_path
+):
+    """Claims of idle entries every 50 ms (idle for 100 ms) and a slow receiver: the entries
+    the worker is delivering are its own pending ones, idle long enough to be claimed, and
+    must not be handled a second time meanwhile."""
+    url, client = worker_redis
+    receiver.delay_s = 1.0
+    now_ms = int(time.time() * 1000)
+    expected = set()
+    for number in range(4):
+        match_id, player = f"slow-{number}", f"player-slow-{number}"
+        await add_entry(client, entry_fields("your_turn", "mori", match_id, 2, [player], at_ms=now_ms))
+        expected.add(f"{match_id}:2:your_turn:{player}")
+    env = notifier_env(
+        receiver, MOGAMES_CLAIM_IDLE_MS="100", MOGAMES_CLAIM_EVERY_MS="50", MOGAMES_NOTIFY_TIMEOUT_MS="60000"
+    )
+    workers.append(start_worker("notifier", url, tmp_path / "notifier.log", **env))
+    await wait_until(lambda: _has(receiver, expected), "every notification", 30)
+    await asyncio.sleep(2.0)  # a second delivery, if any, would have arrived by now
+    assert sorted(check_signed(call)["id"] for call in receiver.received()) == sorted(expected)
 
 
 async def test_a_notifier_killed_mid_delivery_loses_none(worker_redis, workers, receiver, tmp_path):

@@ -85,6 +85,10 @@ class ActivityConsumer:
         self.handle = handle
         self._slots = asyncio.Semaphore(settings.concurrency)
         self._running: set[asyncio.Task[None]] = set()
+        # Entries being handled now: a re-read of this consumer's pending entries (after a
+        # read failed) or a claim of its own idle ones returns them too, and handling one
+        # twice at once would deliver it twice.
+        self._in_flight: set[tuple[str, str]] = set()  # (game, entry id): ids repeat across streams
         # In order: how often each entry's handler failed other than on Redis.
         self._failures: Counter[str] = Counter()
 
@@ -119,9 +123,9 @@ class ActivityConsumer:
                     block=None if own_pending else BLOCK_MS,
                 )
                 entries = reply[0][1] if reply else []
-                if own_pending and not entries:
+                started = await self._handle_all(game, entries)
+                if own_pending and not started:
                     own_pending = False
-                await self._handle_all(game, entries)
             except Exception as error:  # the entry stays pending: read again
                 log.warning("activity_read_failed", game=game, error=repr(error))
                 # In order: what failed is read again, from this consumer's pending entries.
@@ -147,16 +151,25 @@ class ActivityConsumer:
             if start == "0-0":
                 return
 
-    async def _handle_all(self, game: str, entries: list[Any]) -> None:
-        for entry_id, fields in entries:
+    async def _handle_all(self, game: str, entries: list[Any]) -> int:
+        """Handle ``entries`` but those already being handled; how many that started."""
+        started = 0
+        for raw_id, fields in entries:
+            entry_id = text(raw_id)
             if self.settings.concurrency == 1:
                 # In order, and a failure stops the stream until the entry is handled.
-                await self._handle_in_order(game, text(entry_id), fields)
+                await self._handle_in_order(game, entry_id, fields)
+                started += 1
                 continue
+            if (game, entry_id) in self._in_flight:
+                continue
+            self._in_flight.add((game, entry_id))
+            started += 1
             await self._slots.acquire()
-            task = asyncio.create_task(self._handle_one(game, text(entry_id), fields, release=True))
+            task = asyncio.create_task(self._handle_one(game, entry_id, fields, release=True))
             self._running.add(task)
             task.add_done_callback(self._running.discard)
+        return started
 
     async def _handle_in_order(self, game: str, entry_id: str, fields: dict[bytes, bytes] | None) -> None:
         entry = self._parse(game, entry_id, fields)
@@ -197,6 +210,7 @@ class ActivityConsumer:
             log.error("activity_entry_failed", game=game, entry=entry_id, error=repr(error))
             await asyncio.sleep(RETRY_AFTER_ERROR_S)
         finally:
+            self._in_flight.discard((game, entry_id))
             if release:
                 self._slots.release()
 
