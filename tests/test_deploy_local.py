@@ -277,6 +277,7 @@ async def test_make_run_comes_back_on_an_append_only_file_that_takes_seconds_to_
         assert halfway.status == common_pb2.FINISHED
 
 
-LOADED_WRITES = 25_000
+# Long enough that every process, started at once on a loaded machine, is up before it ends.
+LOADED_WRITES = 60_000
 LOAD_DELAY_US = 100
 LOADING_S = LOADED_WRITES * LOAD_DELAY_US / 1e6
