@@ -1,7 +1,8 @@
 // Momiji: collect leaf cards from the display, build stacks by leaf type, chase goals.
 import { h } from "../dom.js";
+import { Speaker } from "../words.js";
 import { card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj, handZone } from "./parts.js";
-import type { GameRenderer, TableContext } from "./types.js";
+import type { GameRenderer, LegalMove, TableContext } from "./types.js";
 
 const LEAVES: Record<string, string> = {
   maple: "#c8372d",
@@ -21,18 +22,36 @@ function look(c: Obj, isPrivate = false) {
 function handCard(ctx: TableContext, c: Obj): HTMLElement {
   const id = num(c.id);
   const move =
-    findMove(ctx, "placeCard", (f) => num(f.card) === id) ??
-    findMove(ctx, "discardCard", (f) => num(f.card) === id) ??
-    findMove(ctx, "mossGarden", (f) => num(f.card) === id);
+    pick(ctx, "placeCard", (f) => num(f.card) === id) ??
+    pick(ctx, "discardCard", (f) => num(f.card) === id) ??
+    pick(ctx, "mossGarden", (f) => num(f.card) === id);
   return card(ctx, look(c, true), move);
+}
+
+// The moves some piece of the table makes; the others are drawn as the seat's choices.
+const drawn = new Set<number>();
+
+function pick(ctx: TableContext, kind: string, matches?: (fields: Obj) => boolean): LegalMove | undefined {
+  const move = findMove(ctx, kind, matches);
+  if (move) drawn.add(move.index);
+  return move;
+}
+
+/** Every move no piece makes (reveal, powers, Koi Pond, pagoda, finishing…): a button each, on the table. */
+function choices(ctx: TableContext): HTMLElement | null {
+  const left = ctx.moves.filter((m) => !drawn.has(m.index));
+  if (!left.length) return null;
+  const speaker = new Speaker(ctx.names);
+  return zone("your choices", ...left.map((m) => ctx.moveButton(m, [speaker.move(m.json)], "choice")));
 }
 
 export const momiji: GameRenderer = {
   draw(ctx) {
+    drawn.clear();
     const v = ctx.view;
     const display = list(v.display).map((c) => {
       const it = obj(c);
-      return card(ctx, look(it), findMove(ctx, "collect", (f) => f.type === it.type) ?? findMove(ctx, "stoneLantern", (f) => num(f.card) === num(it.id)));
+      return card(ctx, look(it), pick(ctx, "collect", (f) => f.type === it.type) ?? pick(ctx, "stoneLantern", (f) => num(f.card) === num(it.id)));
     });
     const players = list(v.players).map((p) => {
       const area = obj(p);
@@ -58,10 +77,11 @@ export const momiji: GameRenderer = {
     const goals = list(v.goals).map((g) => {
       const goal = obj(g);
       const name = short(goal.goal, "GOAL_").replaceAll("_", " ");
-      const move = findMove(ctx, "activateGoal", (f) => f.goal === goal.goal);
+      const move = pick(ctx, "activateGoal", (f) => f.goal === goal.goal);
       const content = [`${name}${goal.activated ? ` — ${seatName(ctx, num(goal.holder))}` : ""}`];
       return move ? ctx.moveButton(move, content, "goal") : pill(content[0], goal.activated ? "strong" : "");
     });
+    const hand = ctx.seat !== null ? handZone("your hand (click to place)", ...list(v.hand).map((c) => handCard(ctx, obj(c)))) : null;
     return h(
       "div",
       { class: "momiji" },
@@ -69,7 +89,8 @@ export const momiji: GameRenderer = {
       zone("display (click a card to collect its type)", ...display),
       zone("goals", ...goals),
       h("div", { class: "zone" }, h("div", { class: "label" }, "players and their stacks"), ...players),
-      ctx.seat !== null ? handZone("your hand (click to place)", ...list(v.hand).map((c) => handCard(ctx, obj(c)))) : null,
+      choices(ctx),
+      hand,
       list(v.templeBellCards).length ? zone("temple bell", ...list(v.templeBellCards).map((c) => card(ctx, look(obj(c), true)))) : null,
       list(v.scores).length ? zone("score now", ...list(v.scores).map((s) => pill(`${seatName(ctx, num(obj(s).seat))}: ${num(obj(s).total)}`))) : null,
     );
