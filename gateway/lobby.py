@@ -28,7 +28,7 @@ from services.runtime.codec import generated_modules
 from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.limits import client_id
 from services.runtime.player_erasure import refuse_deleted
-from services.runtime.redis_client import RedisClient
+from services.runtime.redis_client import RedisClient, text
 from services.runtime.settings import InputLimits
 from services.runtime.tables import bot_level
 
@@ -141,7 +141,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
             if not batch:
                 break
             offset += len(batch)
-            entries: list[tuple[str, float]] = [(_decode(m), float(score)) for m, score in batch]
+            entries: list[tuple[str, float]] = [(text(m), float(score)) for m, score in batch]
             if skip_from is not None:
                 # Ties on the score are in descending member order: skip up to the cursor.
                 entries = [(m, s) for m, s in entries if not (s == top and m >= skip_from)]
@@ -202,10 +202,6 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         client = client_id(context.invocation_metadata(), context.peer(), self.limits)
         ticket = matchmaker.ticket(request.game, request.players, request.ticket_id, client=client)
         return lobby_pb2.CancelFindMatchResponse(cancelled=await matchmaker.cancel(ticket))
-
-
-def _decode(member: object) -> str:
-    return member.decode() if isinstance(member, bytes) else str(member)
 
 
 async def _get_match(stub: object, match_id: str) -> common_pb2.Match | None:

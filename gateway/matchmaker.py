@@ -39,7 +39,7 @@ from services.runtime.auth import SESSION_METADATA
 from services.runtime.codec import generated_modules
 from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.limits import FORWARDED_CLIENT
-from services.runtime.redis_client import RedisClient
+from services.runtime.redis_client import RedisClient, text
 from services.workers.ratings import DEFAULT_MU
 
 log = structlog.get_logger("matchmaker")
@@ -184,10 +184,6 @@ return 'claimed'
 )
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 @dataclass(frozen=True)
 class Ticket:
     game: GameInfo
@@ -321,7 +317,7 @@ class Matchmaker:
         except Exception as error:  # Redis gone too: the ticket stops being live in LIVE_MS
             log.warning("matchmaking_withdraw_failed", ticket=ticket.ticket_id, error=str(error))
             return
-        if _text(state or b"") == "grouped" and joined is None:
+        if text(state or b"") == "grouped" and joined is None:
             release = asyncio.create_task(self._release_seat(ticket))
             self._releases.add(release)
             release.add_done_callback(self._releases.discard)
@@ -367,7 +363,7 @@ class Matchmaker:
         args += [minimum, ticket.key(""), ticket.client, "1" if enter else "0", LIVE_MS]
         args += [repr(ticket.mu), wait_s * 1000]
         reply = await self._enqueue(keys=self._ticket_keys(ticket), args=args)
-        state, group = _text(reply[0]), _text(reply[1])
+        state, group = text(reply[0]), text(reply[1])
         if state == "foreign":
             # A ticket's seat goes to the client that queued it, never to one that names it.
             raise FailedPrecondition(
@@ -381,17 +377,17 @@ class Matchmaker:
         dissolved instead (a member's caller gone before seating began)."""
         group_key = ticket.key(f"group:{group_id}")
         claim = await self._claim(keys=[ticket.key("queue"), group_key], args=[ticket.key(""), LIVE_MS])
-        if _text(claim) != "claimed":
-            if _text(claim) == "dissolved":
+        if text(claim) != "claimed":
+            if text(claim) == "dissolved":
                 log.info("matchmaking_group_dissolved", ticket=ticket.ticket_id, group=group_id)
             return False
         raw_tickets, match_id = await self.redis.hmget(group_key, ["tickets", "match_id"])
-        members: list[str] = json.loads(_text(raw_tickets or b"[]"))
+        members: list[str] = json.loads(text(raw_tickets or b"[]"))
         pb2, pb2_grpc = generated_modules(ticket.game)
         stub = getattr(pb2_grpc, f"{ticket.game.service}Stub")(self.pools[ticket.game.name].pick())
 
         def on_behalf(client: Any) -> tuple[tuple[str, str], ...]:
-            return ((FORWARDED_CLIENT, _text(client)),) if client else ()
+            return ((FORWARDED_CLIENT, text(client)),) if client else ()
 
         if match_id is None:
             creator = await self.redis.hget(ticket.key(f"ticket:{members[0]}"), "client")
@@ -409,12 +405,12 @@ class Matchmaker:
             member_key = ticket.key(f"ticket:{member}")
             name, client, session = await self.redis.hmget(member_key, ["name", "client", "session"])
             join = common_pb2.JoinMatchRequest(
-                match_id=_text(match_id),
-                player_name=_text(name or member),
+                match_id=text(match_id),
+                player_name=text(name or member),
                 request_id=_join_request_id(group_id, member),
             )
             try:
-                bound = ((SESSION_METADATA, _text(session)),) if session else ()
+                bound = ((SESSION_METADATA, text(session)),) if session else ()
                 joined = await stub.JoinMatch(
                     join, metadata=(*on_behalf(client), *bound), timeout=RPC_TIMEOUT_S, wait_for_ready=True
                 )

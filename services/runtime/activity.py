@@ -27,7 +27,7 @@ import msgspec
 import redis.asyncio as aioredis
 import structlog
 
-from services.runtime import keys
+from services.runtime import keys, redis_client
 from services.runtime.history import StoredEvent
 from services.runtime.redis_client import RedisClient
 from services.runtime.tables import Seats
@@ -71,8 +71,7 @@ async def live_matches(redis: RedisClient, player_id: str) -> int:
 
 def _status(value: bytes | str) -> str:
     """The match status in an index entry (``<rev>|<summary JSON>``)."""
-    text = value.decode() if isinstance(value, bytes) else value
-    summary = msgspec.json.decode(text.partition("|")[2])
+    summary = msgspec.json.decode(redis_client.text(value).partition("|")[2])
     return str(summary.get("match", {}).get("status", ""))
 
 

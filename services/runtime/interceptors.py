@@ -197,6 +197,29 @@ def _handed_over(streams: OpenStreams | None) -> bool:
     return streams is not None and streams.cancelled_here()
 
 
+@contextlib.asynccontextmanager
+async def _stream_ending(
+    context: grpc.aio.ServicerContext, rpc: str, started: float, streams: OpenStreams | None
+) -> AsyncIterator[None]:
+    """How a stream's handler ends when an error leaves it (WatchMatch's and PlayMatch's alike):
+    an abort as it was; a cancellation this replica made to hand its streams over (or a
+    HandOver) as UNAVAILABLE with where to resume; any other error mapped to its status."""
+    try:
+        yield
+    except grpc.aio.AbortError:
+        raise
+    except asyncio.CancelledError:
+        if not _handed_over(streams):
+            raise
+        assert streams is not None
+        await streams.handed_over(context, rpc)
+    except HandOver:
+        assert streams is not None
+        await streams.handed_over(context, rpc)
+    except Exception as error:
+        await _abort(context, error, rpc, started)
+
+
 def _unary(
     call: _Call, behavior: Callable[..., Awaitable[Any]], streams: OpenStreams | None = None
 ) -> Callable[..., Awaitable[Any]]:
@@ -250,27 +273,16 @@ def _stream(
         match_id = None
         stream = streams.enter() if streams is not None else None
         try:
-            if streams is not None and streams.draining:
-                await streams.handed_over(context, rpc)
-            request = call.request(raw)
-            if watches is not None and call.decode is not None:
-                match_id = request.match_id
-                watches.opened(match_id)
-            async with contextlib.aclosing(_through(behavior(request, context), stream)) as responses:
-                async for response in responses:
-                    yield response
-        except grpc.aio.AbortError:
-            raise
-        except asyncio.CancelledError:
-            if not _handed_over(streams):
-                raise
-            assert streams is not None
-            await streams.handed_over(context, rpc)
-        except HandOver:
-            assert streams is not None
-            await streams.handed_over(context, rpc)
-        except Exception as error:
-            await _abort(context, error, rpc, started)
+            async with _stream_ending(context, rpc, started, streams):
+                if streams is not None and streams.draining:
+                    await streams.handed_over(context, rpc)
+                request = call.request(raw)
+                if watches is not None and call.decode is not None:
+                    match_id = request.match_id
+                    watches.opened(match_id)
+                async with contextlib.aclosing(_through(behavior(request, context), stream)) as responses:
+                    async for response in responses:
+                        yield response
         finally:
             if streams is not None and stream is not None:
                 streams.leave(stream)
@@ -311,23 +323,12 @@ def _bidi(
 
         stream = streams.enter() if streams is not None else None
         try:
-            if streams is not None and streams.draining:
-                await streams.handed_over(context, rpc)
-            async with contextlib.aclosing(_through(behavior(requests(), context), stream)) as responses:
-                async for response in responses:
-                    yield response
-        except grpc.aio.AbortError:
-            raise
-        except asyncio.CancelledError:
-            if not _handed_over(streams):
-                raise
-            assert streams is not None
-            await streams.handed_over(context, rpc)
-        except HandOver:
-            assert streams is not None
-            await streams.handed_over(context, rpc)
-        except Exception as error:
-            await _abort(context, error, rpc, started)
+            async with _stream_ending(context, rpc, started, streams):
+                if streams is not None and streams.draining:
+                    await streams.handed_over(context, rpc)
+                async with contextlib.aclosing(_through(behavior(requests(), context), stream)) as responses:
+                    async for response in responses:
+                        yield response
         finally:
             if streams is not None and stream is not None:
                 streams.leave(stream)

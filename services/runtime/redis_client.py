@@ -328,13 +328,19 @@ class TimedRedis(aioredis.Redis):
         return _TimedPipeline(self.connection_pool, self.response_callbacks, transaction, shard_hint)
 
 
-class _TimedPipeline(Pipeline):
+class _TimedExecute:
+    """A pipeline's ``execute``, timed for the metrics (one and cluster pipelines alike)."""
+
     async def execute(self, *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
-            return await super().execute(*args, **kwargs)
+            return await super().execute(*args, **kwargs)  # type: ignore[misc]
         finally:
             metrics.redis_command_seconds("PIPELINE", time.perf_counter() - started)
+
+
+class _TimedPipeline(_TimedExecute, Pipeline):  # type: ignore[misc]  # redis-py's own bases disagree
+    pass
 
 
 class TimedRedisCluster(aioredis.RedisCluster):
@@ -359,13 +365,8 @@ class TimedRedisCluster(aioredis.RedisCluster):
         return _TimedClusterPipeline(self, transaction)  # type: ignore[abstract]  # as redis-py makes it
 
 
-class _TimedClusterPipeline(ClusterPipeline):
-    async def execute(self, *args: Any, **kwargs: Any) -> Any:
-        started = time.perf_counter()
-        try:
-            return await super().execute(*args, **kwargs)
-        finally:
-            metrics.redis_command_seconds("PIPELINE", time.perf_counter() - started)
+class _TimedClusterPipeline(_TimedExecute, ClusterPipeline):  # type: ignore[misc]  # as above
+    pass
 
 
 def _roaming(connection_class: Any, cluster: aioredis.RedisCluster) -> Any:

@@ -10,6 +10,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from services.runtime.redis_client import text
+
 NOTICES = ("your_turn", "match_started", "match_ended", "timed_out")
 FINISHED = "FINISHED"
 ABANDONED = "ABANDONED"
@@ -17,10 +19,6 @@ ABANDONED = "ABANDONED"
 
 class BadEntry(ValueError):
     """An entry missing a field or carrying one that does not parse: logged and acknowledged."""
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 @dataclass(frozen=True)
@@ -42,13 +40,13 @@ class ActivityEntry:
 
     @classmethod
     def parse(cls, entry_id: Any, fields: dict[Any, Any]) -> ActivityEntry:
-        raw = {_text(k): _text(v) for k, v in fields.items()}
+        raw = {text(k): text(v) for k, v in fields.items()}
         try:
             notice = raw["notice"]
             if notice not in NOTICES:
                 raise BadEntry(f"notice: {notice!r} is none of {', '.join(NOTICES)}")
             return cls(
-                entry_id=_text(entry_id),
+                entry_id=text(entry_id),
                 notice=notice,
                 game=raw["game"],
                 match_id=raw["match_id"],
@@ -66,7 +64,7 @@ class ActivityEntry:
         except (KeyError, ValueError, TypeError, AttributeError) as error:
             if isinstance(error, BadEntry):
                 raise
-            raise BadEntry(f"activity entry {_text(entry_id)}: {error!r}") from None
+            raise BadEntry(f"activity entry {text(entry_id)}: {error!r}") from None
 
     def player_of(self, seat: int) -> str:
         """The player bound to ``seat``, or "" for an anonymous seat or a bot's."""
