@@ -1,6 +1,7 @@
 """The table when its gateway fails, with a real gateway process: frozen (SIGSTOP), the page
-says "reconnecting" within 5 s; then killed and started again on the same ports, the page is
-playing again within 5 s of the restart with no error left. A watch ended because the seat's
+says "reconnecting" within 5 s, and no more once thawed; frozen again, then killed and started
+again on the same ports, the page is playing again within 5 s of the restart with no error
+left. A watch ended because the seat's
 token was revoked (the seat rejoined elsewhere) is not tried again: the page says so."""
 
 from __future__ import annotations
@@ -97,7 +98,13 @@ async def test_a_frozen_then_killed_gateway(
         # Frozen: the process stops answering, its connections stay open.
         gateway.signal(signal.SIGSTOP)
         await tab.page.wait_for_selector("#reconnecting", timeout=NOTICE_MS)
-        # Then killed as it is, and started again on the same ports.
+        # Thawed: the same stream speaks again.
+        gateway.signal(signal.SIGCONT)
+        await tab.page.wait_for_selector("#reconnecting", state="detached")
+        await playing(tab.page)
+        # Frozen again, then killed as it is and started again on the same ports.
+        gateway.signal(signal.SIGSTOP)
+        await tab.page.wait_for_selector("#reconnecting", timeout=NOTICE_MS)
         gateway.kill()
         gateway.start()
         await tab.page.wait_for_selector("#reconnecting", state="detached", timeout=NOTICE_MS)

@@ -124,6 +124,8 @@ export class Table {
           if (generation !== this.watchGeneration) return;
           this.lastHeard = Date.now();
           failures = 0;
+          // Any message, a heartbeat too, says the gateway answers again (a frozen one thawed).
+          this.setReconnecting(false);
           this.onEvent(event as StreamEvent);
         }
         if (generation !== this.watchGeneration || !this.live) return;
