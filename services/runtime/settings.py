@@ -6,6 +6,7 @@ import functools
 import ipaddress
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlparse
 
 from services.runtime.redis_client import RedisUrlError, check_url
@@ -42,6 +43,30 @@ def _str(name: str, default: str | None = None) -> str:
     if value is None:
         raise SettingsError(f"{name} is required")
     return value
+
+
+def secret(name: str) -> str:
+    """A secret setting: the variable ``name``, or the contents of the file ``<name>_FILE``
+    names (one trailing newline dropped). Kubernetes mounts its Secrets as files so that a
+    secret is not in every process's environment; '' when neither is set."""
+    path, value = os.environ.get(f"{name}_FILE", ""), os.environ.get(name, "")
+    if path and value:
+        raise SettingsError(f"{name} and {name}_FILE are both set: set one of them")
+    if not path:
+        return value
+    try:
+        return Path(path).read_text().removesuffix("\n")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SettingsError(f"{name}_FILE: cannot read {path!r} ({error})") from None
+
+
+def _token_secret() -> bytes:
+    value = secret("MOGAMES_TOKEN_SECRET")
+    if not value:
+        raise SettingsError("MOGAMES_TOKEN_SECRET (or MOGAMES_TOKEN_SECRET_FILE) is required")
+    if len(value) < 16:
+        raise SettingsError("MOGAMES_TOKEN_SECRET must be at least 16 characters")
+    return value.encode()
 
 
 def _address(name: str, default: str) -> str:
@@ -212,21 +237,18 @@ class ServiceSettings:
         game = game or _str("MOGAMES_GAME")
         if game not in GAME_PACKAGES:
             raise SettingsError(f"MOGAMES_GAME must be one of {', '.join(GAME_PACKAGES)}, got {game!r}")
-        secret = _str("MOGAMES_TOKEN_SECRET")
-        if len(secret) < 16:
-            raise SettingsError("MOGAMES_TOKEN_SECRET must be at least 16 characters")
         return cls(
             game=game,
             listen=_address("MOGAMES_LISTEN", "127.0.0.1:50061"),
             redis_url=_redis_url("MOGAMES_REDIS_URL", "redis://127.0.0.1:6379/0"),
-            token_secret=secret.encode(),
+            token_secret=_token_secret(),
             finished_ttl_s=_int("MOGAMES_FINISHED_TTL_S", 24 * 3600, minimum=1),
             abandon_after_s=_int("MOGAMES_ABANDON_AFTER_S", 3600, minimum=1),
             game_stream_maxlen=_int("MOGAMES_GAME_STREAM_MAXLEN", 100_000, minimum=1),
             shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
             log_level=_log_level(),
             allow_client_seed=_bool("MOGAMES_ALLOW_CLIENT_SEED", False),
-            redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
+            redis_password=secret("MOGAMES_REDIS_PASSWORD") or None,
             token_ttl_s=_int("MOGAMES_TOKEN_TTL_S", 7 * 24 * 3600, minimum=1),
             bot_think_ms=_int("MOGAMES_BOT_THINK_MS", 300),
             bot_workers=_int("MOGAMES_BOT_WORKERS", 1, minimum=1),
@@ -318,10 +340,10 @@ class GatewaySettings:
             tls_key=_readable("MOGAMES_TLS_KEY"),
             allow_plaintext=_bool("MOGAMES_ALLOW_PLAINTEXT", False),
             max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
-            redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
+            redis_password=secret("MOGAMES_REDIS_PASSWORD") or None,
             health_listen=_address("MOGAMES_HEALTH_LISTEN", "") if _is_set("MOGAMES_HEALTH_LISTEN") else "",
             players_backends=_backends("MOGAMES_BACKENDS_PLAYERS"),
-            token_secret=os.environ.get("MOGAMES_TOKEN_SECRET", "").encode(),
+            token_secret=secret("MOGAMES_TOKEN_SECRET").encode(),
         )
         if bool(settings.tls_cert) != bool(settings.tls_key):
             raise SettingsError("MOGAMES_TLS_CERT and MOGAMES_TLS_KEY go together: set both or neither")
@@ -431,16 +453,13 @@ class PlayersSettings:
 
     @classmethod
     def from_env(cls) -> PlayersSettings:
-        secret = _str("MOGAMES_TOKEN_SECRET")
-        if len(secret) < 16:
-            raise SettingsError("MOGAMES_TOKEN_SECRET must be at least 16 characters")
         return cls(
             listen=_address("MOGAMES_LISTEN", "127.0.0.1:50071"),
             redis_url=_redis_url("MOGAMES_REDIS_URL", "redis://127.0.0.1:6379/0"),
-            token_secret=secret.encode(),
+            token_secret=_token_secret(),
             shutdown_grace_s=_int("MOGAMES_SHUTDOWN_GRACE_S", 10),
             log_level=_log_level(),
-            redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
+            redis_password=secret("MOGAMES_REDIS_PASSWORD") or None,
             session_ttl_s=_int("MOGAMES_SESSION_TTL_S", 3600, minimum=1),
             refresh_ttl_s=_int("MOGAMES_REFRESH_TTL_S", 30 * 24 * 3600, minimum=60),
             sign_ins_per_window=_int("MOGAMES_SIGN_IN_LIMIT", 30),

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 
 from services.catalog import GAME_PACKAGES
 from services.runtime.redis_client import RedisUrlError, check_url
-from services.runtime.settings import LOG_LEVELS, SettingsError, is_loopback
+from services.runtime.settings import LOG_LEVELS, SettingsError, is_loopback, secret
 
 
 def _int(name: str, default: int, minimum: int) -> int:
@@ -62,7 +62,7 @@ class WorkerSettings:
             raise SettingsError(f"MOGAMES_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
         return cls(
             redis_url=redis_url,
-            redis_password=os.environ.get("MOGAMES_REDIS_PASSWORD") or None,
+            redis_password=secret("MOGAMES_REDIS_PASSWORD") or None,
             games=games,
             consumer=os.environ.get("MOGAMES_WORKER_NAME") or socket.gethostname(),
             log_level=level,
@@ -89,12 +89,12 @@ class WebhookSettings:
     @classmethod
     def from_env(cls) -> WebhookSettings:
         url = check_webhook_url(os.environ.get("MOGAMES_WEBHOOK_URL", ""))
-        secret = os.environ.get("MOGAMES_WEBHOOK_SECRET", "")
-        if len(secret) < 16:
+        key = secret("MOGAMES_WEBHOOK_SECRET")
+        if len(key) < 16:
             raise SettingsError("MOGAMES_WEBHOOK_SECRET must be at least 16 characters")
         return cls(
             url=url,
-            secret=secret.encode(),
+            secret=key.encode(),
             max_tries=_int("MOGAMES_NOTIFY_MAX_TRIES", 8, minimum=1),
             first_backoff_ms=_int("MOGAMES_NOTIFY_FIRST_BACKOFF_MS", 500, minimum=1),
             max_backoff_ms=_int("MOGAMES_NOTIFY_MAX_BACKOFF_MS", 30_000, minimum=1),
