@@ -120,6 +120,19 @@ bench-policy: install
 autoplay: install
 	$(BIN)/python -m clients.autoplay $(AUTOPLAY_ARGS)
 
+# checkov (pinned, in a virtualenv of its own: its dependencies are not the project's) on
+# every Kubernetes variant as kubectl kustomize renders it; fails on any failed check that
+# docs/operations.md does not justify (deploy/manifests.py).
+CHECKOV_VENV := .venv-checkov
+CHECKOV_VERSION := 3.3.30
+.PHONY: checkov
+checkov: install $(CHECKOV_VENV)/.installed
+	CHECKOV=$(CURDIR)/$(CHECKOV_VENV)/bin/checkov $(BIN)/python -m deploy.manifests
+$(CHECKOV_VENV)/.installed:
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --quiet checkov==$(CHECKOV_VERSION)
+	touch $@
+
 # The Secret deploy/kubernetes needs (kustomize's secretGenerator reads the file; it is
 # never committed). Made once: remove the file to make new secrets.
 k8s-secrets: deploy/kubernetes/secrets.env
@@ -128,7 +141,7 @@ deploy/kubernetes/secrets.env:
 
 # Keeps make run's data (.run/data: Redis's append-only file, the token secret, the Redis password).
 clean:
-	rm -rf $(VENV) gen .pytest_cache .ruff_cache .mypy_cache $(WEB)/node_modules $(WEB)/dist $(WEB)/src/gen artifacts
+	rm -rf $(VENV) $(CHECKOV_VENV) gen .pytest_cache .ruff_cache .mypy_cache $(WEB)/node_modules $(WEB)/dist $(WEB)/src/gen artifacts
 
 # Wipes every match make run kept, and its secrets (new tokens, new Redis password next time).
 clean-data:

@@ -1,7 +1,8 @@
 """What ``make test`` needs beyond Python and a C compiler, found or named in one line.
 
-The deploy tests run Debian's nginx (the grpc_pass front) and kubectl (kustomize), the
-browser tests drive Chromium. ``python -m deploy.tools`` exits 1 with one line naming
+The deploy tests run Debian's nginx (the grpc_pass front), kubectl (kustomize) and
+promtool (Debian's prometheus package: the alert and recording rules), the browser tests
+drive Chromium. ``python -m deploy.tools`` exits 1 with one line naming
 what is missing and how to install it, else prints nothing.
 """
 
@@ -30,6 +31,8 @@ def missing() -> list[str]:
         absent.append("chromium (apt-get install chromium)")
     if shutil.which("kubectl") is None:
         absent.append("kubectl (https://kubernetes.io/docs/tasks/tools/)")
+    if shutil.which("promtool") is None:
+        absent.append("promtool (apt-get install --no-install-recommends prometheus)")
     return absent
 
 

@@ -1,39 +1,38 @@
-"""deploy/kubernetes as `kubectl kustomize` renders it, checked offline against the
-Kubernetes schemas (kubernetes-validate) and against what a working deployment needs."""
+"""deploy/kubernetes and its variants (deploy/variants) as `kubectl kustomize` renders them,
+checked offline against the Kubernetes schemas (kubernetes-validate, strict) and against
+what a working deployment needs. The Prometheus Operator's kinds, which kubernetes-validate
+has no schema for, are checked in tests/test_deploy_monitoring.py."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
-import yaml
 
+from deploy.manifests import VARIANTS, copy_tree, objects, render
 from deploy.redis_server import AOF_REWRITE, TUNING
 from services.catalog import GAME_PACKAGES, rules_module
 
 PROJECT = Path(__file__).resolve().parents[1]
-KUSTOMIZATION = PROJECT / "deploy" / "kubernetes"
 # The oldest Kubernetes still supported upstream that has every field used here.
 KUBERNETES_VERSION = "1.30.0"
 WORKLOADS = ("Deployment", "StatefulSet")
+OPERATOR_KINDS = ("ServiceMonitor", "PrometheusRule")
+SECRETS_PATH = "/run/secrets/mogames"
 
 
 @pytest.fixture(scope="module")
-def manifests(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    tree = tmp_path_factory.mktemp("k8s") / "kubernetes"
-    shutil.copytree(KUSTOMIZATION, tree, ignore=shutil.ignore_patterns("secrets.env"))
-    # What `make k8s-secrets` writes (values made up here).
-    (tree / "secrets.env").write_text(
-        "token-secret=0123456789abcdef0123456789\nredis-password=pw-0123\nwebhook-secret=hook-0123456789abcdef\n"
-    )
-    rendered = subprocess.run(
-        ["kubectl", "kustomize", str(tree)], capture_output=True, text=True, timeout=120, check=True
-    )
-    return [doc for doc in yaml.safe_load_all(rendered.stdout) if doc]
+def variants(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
+    deploy = copy_tree(tmp_path_factory.mktemp("k8s"))
+    return {variant: objects(render(deploy, variant)) for variant in VARIANTS}
+
+
+@pytest.fixture(scope="module")
+def manifests(variants: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The default: the whole system with one Redis."""
+    return variants["default"]
 
 
 def of_kind(manifests: list[dict[str, Any]], kind: str) -> dict[str, dict[str, Any]]:
@@ -48,8 +47,12 @@ def env(container: dict[str, Any]) -> dict[str, Any]:
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in container.get("env", [])}
 
 
-def test_every_manifest_is_valid_kubernetes(manifests):
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_manifest_of_every_variant_is_valid_kubernetes(variants, variant):
+    manifests = variants[variant]
     for manifest in manifests:
+        if manifest["kind"] in OPERATOR_KINDS:
+            continue
         kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
     assert {m["kind"] for m in manifests} >= {
         *WORKLOADS,
@@ -60,7 +63,11 @@ def test_every_manifest_is_valid_kubernetes(manifests):
         "Secret",
         "ConfigMap",
         "Namespace",
+        "CronJob",
     }
+    assert {m["kind"] for m in manifests} & set(OPERATOR_KINDS) == (
+        set(OPERATOR_KINDS) if variant == "production" else set()
+    )
 
 
 def test_every_game_of_the_catalog_is_deployed_autoscaled_and_routed(manifests):
@@ -92,22 +99,68 @@ def test_every_game_of_the_catalog_is_deployed_autoscaled_and_routed(manifests):
         assert name in budgets
 
 
-def test_every_container_has_resources_probes_a_pinned_image_and_runs_as_non_root(manifests):
+def pod_templates(manifests: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Every pod template by its owner's Kind.name (workloads, Jobs and CronJobs)."""
+    pods = {}
+    for m in manifests:
+        spec = m.get("spec", {})
+        spec = spec["jobTemplate"]["spec"] if m["kind"] == "CronJob" else spec
+        if "template" in spec:
+            pods[f"{m['kind']}.{m['metadata']['name']}"] = spec["template"]["spec"]
+    return pods
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_container_has_resources_a_digest_or_the_project_image_and_runs_as_non_root(variants, variant):
+    manifests = variants[variant]
     workloads = [m for m in manifests if m["kind"] in WORKLOADS]
     # The games, the players service, the gateway, Redis, the notifier and the ratings worker.
     assert len(workloads) == len(GAME_PACKAGES) + 5
     for workload in workloads:
-        pod = workload["spec"]["template"]["spec"]
+        for container in workload["spec"]["template"]["spec"]["containers"]:
+            assert {"readinessProbe", "livenessProbe"} <= container.keys()
+    for owner, pod in pod_templates(manifests).items():
         assert pod["securityContext"]["runAsNonRoot"] is True
-        assert pod["securityContext"]["runAsUser"] > 0
-        for container in pod["containers"]:
+        assert pod["securityContext"]["runAsUser"] > 10000, owner  # no clash with a host's users
+        assert pod["automountServiceAccountToken"] is False
+        for container in pod["containers"] + pod.get("initContainers", []):
             image = container["image"]
-            assert ":" in image.rsplit("/", 1)[-1] and not image.endswith(":latest"), image
+            # Images of others by digest; the project's own by the tag or digest you set
+            # in kustomization.yaml's images (docs/operations.md).
+            if not image.startswith("registry.example.com/mogames/"):
+                assert "@sha256:" in image and len(image.rpartition(":")[2]) == 64, f"{owner}: {image}"
+            assert container["imagePullPolicy"] == "Always", owner
             assert {"cpu", "memory"} <= container["resources"]["requests"].keys()
             assert "memory" in container["resources"]["limits"]
-            assert {"readinessProbe", "livenessProbe"} <= container.keys()
             assert container["securityContext"]["allowPrivilegeEscalation"] is False
+            assert container["securityContext"]["readOnlyRootFilesystem"] is True
             assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_secrets_are_mounted_as_files_never_put_in_the_environment(variants, variant):
+    manifests = variants[variant]
+    (secret,) = of_kind(manifests, "Secret").values()
+    assert {"token-secret", "redis-password", "webhook-secret"} <= secret["data"].keys()
+    for owner, pod in pod_templates(manifests).items():
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        for container in pod["containers"] + pod.get("initContainers", []):
+            for variable in container.get("env", []):
+                assert "secretKeyRef" not in variable.get("valueFrom", {}), f"{owner}: {variable['name']}"
+            for name, value in env(container).items():
+                if name.endswith("_FILE"):
+                    mount = next(
+                        m for m in container["volumeMounts"] if value.startswith(m["mountPath"] + "/")
+                    )
+                    source = volumes[mount["name"]]["secret"]
+                    assert source["secretName"] == secret["metadata"]["name"]
+                    assert value.rpartition("/")[2] in {item["path"] for item in source["items"]}
+    gateway = env(containers(of_kind(manifests, "Deployment")["gateway"])[0])
+    assert gateway["MOGAMES_TOKEN_SECRET_FILE"] == f"{SECRETS_PATH}/token-secret"
+    for deployment in of_kind(manifests, "Deployment").values():
+        assert (
+            env(containers(deployment)[0])["MOGAMES_REDIS_PASSWORD_FILE"] == f"{SECRETS_PATH}/redis-password"
+        )
     for deployment in of_kind(manifests, "Deployment").values():
         container = containers(deployment)[0]
         # A worker serves no gRPC: its probes read its metrics page.
@@ -130,8 +183,9 @@ def test_the_gateway_is_probed_on_its_plaintext_health_only_port(manifests):
             assert all(p["port"] != health_port for p in rule.get("ports", [])), policy["metadata"]["name"]
 
 
-def test_network_policies_let_only_the_gateway_reach_services_and_only_both_reach_redis(manifests):
-    policies = of_kind(manifests, "NetworkPolicy")
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_network_policies_let_only_the_gateway_reach_services_and_only_both_reach_redis(variants, variant):
+    policies = of_kind(variants[variant], "NetworkPolicy")
 
     def allowed_sources(component: str, port: int) -> list[Any]:
         sources = []
@@ -150,22 +204,84 @@ def test_network_policies_let_only_the_gateway_reach_services_and_only_both_reac
     assert allowed_sources("game-service", 50061) == [gateway_pods]
     worker_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "worker"}}}]
     # The lobby and the workers use Redis.
-    assert allowed_sources("redis", 6379) == [service_pods + gateway_pods + worker_pods]
+    admin_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "redis-admin"}}}]
+    redis_pods = [{"podSelector": {"matchLabels": {"app.kubernetes.io/component": "redis"}}}]
+    expected = [service_pods + gateway_pods + worker_pods, admin_pods]
+    if variant != "default":  # a cluster's nodes replicate from each other
+        expected.append(redis_pods)
+    assert sorted(allowed_sources("redis", 6379), key=str) == sorted(expected, key=str)
+    assert allowed_sources("redis", 16379) == ([] if variant == "default" else [redis_pods])
     assert allowed_sources("gateway", 50051) == ["anywhere"]
 
 
-def test_redis_is_durable_bounded_and_password_protected(manifests):
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_egress_is_denied_but_dns_and_what_each_kind_of_pod_needs(variants, variant):
+    policies = of_kind(variants[variant], "NetworkPolicy")
+    assert policies["default-deny-egress"]["spec"] == {"podSelector": {}, "policyTypes": ["Egress"]}
+
+    def destinations(labels: dict[str, str]) -> set[tuple[str, int]]:
+        """(what, port) a pod with ``labels`` may reach."""
+        reached = set()
+        for policy in policies.values():
+            spec = policy["spec"]
+            if "Egress" not in spec["policyTypes"] or not _selects(spec["podSelector"], labels):
+                continue
+            for rule in spec.get("egress", []):
+                for peer in rule["to"]:
+                    what = (
+                        peer.get("podSelector", {}).get("matchLabels", {}).get("app.kubernetes.io/component")
+                        or peer.get("podSelector", {}).get("matchLabels", {}).get("k8s-app")
+                        or peer["ipBlock"]["cidr"]
+                    )
+                    reached |= {(what, p["port"]) for p in rule["ports"]}
+        return reached
+
+    dns = {("kube-dns", 53)}
+    assert destinations({"app.kubernetes.io/component": "gateway"}) == dns | {
+        ("game-service", 50061),
+        ("redis", 6379),
+    }
+    game = {"app.kubernetes.io/component": "game-service"}
+    assert destinations({**game, "app.kubernetes.io/name": "more"}) == dns | {("redis", 6379)}
+    # The players service fetches its identity provider's keys, the notifier calls its webhook.
+    outside = ("0.0.0.0/0", 443)
+    assert destinations({**game, "app.kubernetes.io/name": "players"}) == dns | {("redis", 6379), outside}
+    worker = {"app.kubernetes.io/component": "worker"}
+    assert destinations({**worker, "app.kubernetes.io/name": "notifier"}) == dns | {("redis", 6379), outside}
+    assert destinations({**worker, "app.kubernetes.io/name": "ratings"}) == dns | {("redis", 6379)}
+    assert destinations({"app.kubernetes.io/component": "redis"}) == dns | {("redis", 6379), ("redis", 16379)}
+    assert destinations({"app.kubernetes.io/component": "redis-admin"}) == dns | {("redis", 6379)}
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for expression in selector.get("matchExpressions", []):
+        assert expression["operator"] == "In"
+        if labels.get(expression["key"]) not in expression["values"]:
+            return False
+    return True
+
+
+def test_redis_is_durable_bounded_password_protected_exported_and_backed_up(manifests):
     redis = of_kind(manifests, "StatefulSet")["redis"]
     assert redis["spec"]["volumeClaimTemplates"][0]["metadata"]["name"] == "data"
-    container = containers(redis)[0]
+    container, exporter = containers(redis)
     assert {"name": "data", "mountPath": "/data"} in container["volumeMounts"]
-    assert "--requirepass" in container["args"]
-    secret = next(iter(of_kind(manifests, "Secret").values()))
-    assert env(container)["REDIS_PASSWORD"] == {
-        "secretKeyRef": {"name": secret["metadata"]["name"], "key": "redis-password"}
-    }
-    assert {"token-secret", "redis-password"} <= secret["data"].keys()
-    config = next(iter(of_kind(manifests, "ConfigMap").values()))["data"]["redis.conf"].splitlines()
+    # The password reaches Redis through a config file made from the mounted Secret.
+    assert (
+        'requirepass "%s"' in container["args"][0]
+        and f"{SECRETS_PATH}/redis-password" in container["args"][0]
+    )
+    assert exporter["ports"] == [{"containerPort": 9121, "name": "metrics"}]
+    backup = of_kind(manifests, "CronJob")["redis-backup"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    assert "redis-cli -h redis --rdb" in backup["containers"][0]["args"][0]
+    claim = next(v for v in backup["volumes"] if v["name"] == "backup")["persistentVolumeClaim"]["claimName"]
+    assert claim in of_kind(manifests, "PersistentVolumeClaim")
+    config = of_kind(manifests, "ConfigMap")
+    config = next(c for name, c in config.items() if name.startswith("redis-config"))["data"][
+        "redis.conf"
+    ].splitlines()
     assert {"appendonly yes", "appendfsync everysec", "maxmemory-policy noeviction"} <= set(config)
     assert any(line.startswith("maxmemory ") for line in config)
     assert {f"{name} {value}" for name, value in TUNING.items()} <= set(config), "as make run's Redis"
@@ -173,7 +289,50 @@ def test_redis_is_durable_bounded_and_password_protected(manifests):
     for deployment in of_kind(manifests, "Deployment").values():
         settings = env(containers(deployment)[0])
         assert settings["MOGAMES_REDIS_URL"] == "redis://redis:6379/0"
-        assert settings["MOGAMES_REDIS_PASSWORD"]["secretKeyRef"]["key"] == "redis-password"
+
+
+@pytest.mark.parametrize("variant", ["redis-cluster", "production"])
+def test_the_redis_cluster_variant_runs_three_masters_with_replicas_spread_and_budgeted(variants, variant):
+    manifests = variants[variant]
+    statefulsets = of_kind(manifests, "StatefulSet")
+    assert list(statefulsets) == ["redis-cluster"]  # the single Redis is gone
+    assert "redis" not in of_kind(manifests, "Service") and "redis-backup" not in of_kind(
+        manifests, "CronJob"
+    )
+    cluster = statefulsets["redis-cluster"]
+    assert cluster["spec"]["replicas"] == 6
+    pod = cluster["spec"]["template"]["spec"]
+    labels = cluster["spec"]["selector"]["matchLabels"]
+    anti = pod["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+    assert anti["podAffinityTerm"]["labelSelector"]["matchLabels"] == labels
+    (budget,) = [
+        b
+        for b in of_kind(manifests, "PodDisruptionBudget").values()
+        if b["spec"]["selector"]["matchLabels"] == labels
+    ]
+    assert budget["spec"]["maxUnavailable"] == 1
+    redis, exporter = pod["containers"]
+    assert (
+        exporter["image"].startswith("oliver006/redis_exporter:")
+        and exporter["ports"][0]["containerPort"] == 9121
+    )
+    configs = {name.rpartition("-")[0]: c["data"] for name, c in of_kind(manifests, "ConfigMap").items()}
+    cluster_conf = set(configs["redis-cluster-config"]["cluster.conf"].splitlines())
+    assert {
+        "cluster-enabled yes",
+        "cluster-node-timeout 1000",
+        "cluster-preferred-endpoint-type hostname",
+    } <= cluster_conf
+    # Every node includes the single Redis's settings (durability, memory, tuning) and its own.
+    mounted = {v["name"]: v["configMap"]["name"] for v in pod["volumes"] if "configMap" in v}
+    assert set(mounted.values()) == {n for n in of_kind(manifests, "ConfigMap") if n.startswith("redis-")}
+    assert "include /etc/redis/redis.conf" in redis["args"][0] and 'masterauth "%s"' in redis["args"][0]
+    create = of_kind(manifests, "Job")["redis-cluster-create"]["spec"]["template"]["spec"]["containers"][0]
+    assert "--cluster create $nodes --cluster-replicas 1" in create["args"][0]
+    assert "redis-cluster-backup" in of_kind(manifests, "CronJob")
+    seeds = ",".join(f"redis-cluster-{n}.redis-cluster:6379" for n in range(3))
+    for deployment in of_kind(manifests, "Deployment").values():
+        assert env(containers(deployment)[0])["MOGAMES_REDIS_URL"] == f"redis+cluster://{seeds}"
 
 
 def test_the_gateway_serves_tls_from_a_mounted_secret(manifests):
@@ -209,4 +368,4 @@ def test_the_workers_run_one_ratings_worker_and_two_notifiers_with_the_webhook_s
     assert ratings["spec"]["strategy"] == {"type": "Recreate"}
     hook = env(containers(notifier)[0])
     assert hook["MOGAMES_WEBHOOK_URL"].startswith("https://")
-    assert hook["MOGAMES_WEBHOOK_SECRET"]["secretKeyRef"]["key"] == "webhook-secret"
+    assert hook["MOGAMES_WEBHOOK_SECRET_FILE"] == f"{SECRETS_PATH}/webhook-secret"

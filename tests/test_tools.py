@@ -8,7 +8,7 @@ from deploy import tools
 
 
 def test_what_make_test_needs_is_named_with_how_to_install_it(monkeypatch):
-    assert tools.missing() == [], "this machine has nginx, chromium and kubectl"
+    assert tools.missing() == [], "this machine has nginx, chromium, kubectl and promtool"
     monkeypatch.setattr(tools, "CHROMIUM_PATHS", ())
     monkeypatch.setattr(tools, "nginx_executable", lambda: None)
     with pytest.raises(SystemExit) as stopped:
