@@ -63,7 +63,7 @@ def secret(name: str) -> str:
 def _token_secret() -> bytes:
     value = secret("MOGAMES_TOKEN_SECRET")
     if not value:
-        raise SettingsError("MOGAMES_TOKEN_SECRET (or MOGAMES_TOKEN_SECRET_FILE) is required")
+        raise SettingsError("MOGAMES_TOKEN_SECRET is required (or MOGAMES_TOKEN_SECRET_FILE naming its file)")
     if len(value) < 16:
         raise SettingsError("MOGAMES_TOKEN_SECRET must be at least 16 characters")
     return value.encode()
