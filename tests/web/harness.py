@@ -57,6 +57,9 @@ PHONE = {"width": 390, "height": 844}
 # Pieces on the table that make a legal move of the tab's seat.
 BOARD = "#board"
 MOVE_ON_TABLE = f"{BOARD} [data-testid=move]:not([disabled])"
+# Pieces that start a move of several clicks (a card picked for a meld, a stick's first
+# tile): the page keeps them to itself until they make a move.
+PICK_ON_TABLE = f"{BOARD} [data-testid=pick]"
 # What the page must never show a person: an enum's wire name, a seat number, an object
 # printed as text.
 WIRE_TEXT = re.compile(r"\b[A-Z]{2,}_[A-Z_]+\b|seat \d|\[object")
@@ -93,7 +96,7 @@ class Tab:
         return int(await self.page.get_attribute("#you", "data-seat", timeout=TIMEOUT_MS) or -1)
 
     async def has_move(self) -> bool:
-        return await self.page.locator(MOVE_ON_TABLE).count() > 0
+        return await self.page.locator(f"{MOVE_ON_TABLE}, {PICK_ON_TABLE}").count() > 0
 
     async def moves(self) -> list[dict[str, Any]]:
         """The moves the table offers, as the page's data-move JSON."""
@@ -133,6 +136,8 @@ class Match:
     # Lobby form inputs: option name -> value (checkbox: bool).
     options: dict[str, Any] = field(default_factory=dict)
     seed: int = 1
+    # The bots' level ("policy" answers at once); the lobby's default when empty.
+    bot_level: str = ""
 
 
 def size_name(viewport: dict[str, int]) -> str:
@@ -157,6 +162,8 @@ async def create_in_lobby(tab: Tab, match: Match) -> None:
     form = tab.page.locator(f"form.game[data-game={match.game}]")
     await form.locator("[name=players]").fill(str(match.players))
     await form.locator("[name=bots]").fill(str(match.bots))
+    if match.bot_level:
+        await form.locator("[name=bot_level]").select_option(match.bot_level)
     for name, value in match.options.items():
         box = form.locator(f"[data-option={name}]")
         if isinstance(value, bool):

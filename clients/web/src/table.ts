@@ -405,7 +405,7 @@ export class Table {
           // Scrolls: reachable by keyboard.
           { class: "log", id: "log", tabindex: 0, "aria-label": "events" },
           h("h2", {}, "Events"),
-          h("ol", {}, this.log.slice(-60).reverse().map((line) => h("li", {}, h("span", { class: "v" }, `v${line.version}`), " ", speaker.event(line.kind, line.body)))),
+          h("ol", {}, this.log.slice(-60).reverse().map((line) => h("li", {}, h("span", { class: "v" }, `v${line.version}`), " ", renderer?.describeEvent?.(line.kind, line.body, names, this.view ?? {}) ?? speaker.event(line.kind, line.body)))),
         ),
       ),
     );

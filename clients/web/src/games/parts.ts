@@ -65,6 +65,8 @@ export function handZone(label: string, ...children: (Node | string | null)[]): 
   // It scrolls sideways on a phone: reachable by keyboard even when no card can be played.
   const row = element.querySelector(".row");
   row?.setAttribute("tabindex", "0");
+  // A named group: a plain div may not carry a name (axe-core's aria-prohibited-attr).
+  row?.setAttribute("role", "group");
   row?.setAttribute("aria-label", label);
   return element;
 }

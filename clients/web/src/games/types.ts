@@ -20,4 +20,7 @@ export interface GameRenderer {
   draw(ctx: TableContext): HTMLElement;
   // Words for a move or an event, where the generic ones read poorly.
   describeMove?(move: { [key: string]: Json }): string | undefined;
+  // An event of the game as a sentence (the players by name, pieces by their faces), where
+  // the generic words would name ids; the view is the table as it is now.
+  describeEvent?(kind: string, body: { [key: string]: Json }, names: string[], view: { [key: string]: Json }): string | undefined;
 }
