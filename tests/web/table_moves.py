@@ -13,6 +13,25 @@ from playwright.async_api import Locator, Page
 
 LIVE = ":not([disabled])"
 BOARD = "#board"
+# Keeps the kind of every move clicked on the page (its data-move), for the tests to check
+# that each kind of decision was made on the table.
+RECORD_KINDS = """() => {
+  if (window.movesClicked) return;
+  window.movesClicked = new Set();
+  addEventListener("click", (event) => {
+    const piece = event.target.closest && event.target.closest("[data-move]");
+    if (piece) window.movesClicked.add(Object.keys(JSON.parse(piece.dataset.move))[0]);
+  }, true);
+}"""
+
+
+async def recording(page: Page) -> None:
+    """Starts (once per page) keeping the kinds of moves clicked."""
+    await page.evaluate(RECORD_KINDS)
+
+
+async def kinds_clicked(page: Page) -> set[str]:
+    return set(await page.evaluate("[...(window.movesClicked || [])]"))
 
 
 async def _click_any(page: Page, selector: str, rng: random.Random) -> bool:
@@ -26,6 +45,7 @@ async def _click_any(page: Page, selector: str, rng: random.Random) -> bool:
 
 async def mori_move(page: Page, rng: random.Random) -> None:
     """A card from the hand, a die from the aid, or a die claimed from the mat."""
+    await recording(page)
     assert await _click_any(page, f"{BOARD} [data-testid=move]{LIVE}", rng), "no Mori move on the table"
 
 
@@ -36,6 +56,7 @@ async def _pick(page: Page, selector: str, rng: random.Random) -> bool:
 async def more_move(page: Page, rng: random.Random) -> None:
     """Draw (or now and then take the discard pile), lay a meld of picked cards, add a picked
     card to a meld's end, take the turn back, or drop a picked card on the discard pile."""
+    await recording(page)
     board = page.locator(BOARD)
     take = board.locator(f".piles button.move.card:not(.pile):not(.drop){LIVE}")
     if await take.count() and rng.random() < 0.3:
@@ -113,6 +134,7 @@ async def morisi_move(page: Page, rng: random.Random, plan: dict[str, int]) -> N
     """Place or move the pawn on a highlighted tile; in the build phase join two cities
     through one land tile (city, land, city: a route adding houses), building it when the
     table offers to; otherwise undo the stick or end the turn (confirming it)."""
+    await recording(page)
     board = page.locator(BOARD)
     tiles = await _tiles(page)
     targets = [t for t in tiles if "move" in (t["kind"] or "").split()]
@@ -132,18 +154,35 @@ async def morisi_move(page: Page, rng: random.Random, plan: dict[str, int]) -> N
     pending = await page.locator(f"{BOARD} svg.hexmap line[stroke-dasharray]").count()
     if pending == 0:
         plan.clear()
-        cities = [t for t in tiles if t["terrain"] == "city" and "anchor" in (t["kind"] or "")]
-        rng.shuffle(cities)
-        for city in cities:
+        blocks = dict(
+            (colour, int(n))
+            for colour, n in (
+                shown.split() for shown in await board.locator(".blocks .pill.block").all_inner_texts()
+            )
+        )
+        cities = [t for t in tiles if t["terrain"] == "city"]
+        routes = [
+            (city, land, other)
+            for city in cities
+            if "anchor" in (city["kind"] or "")
+            for land in tiles
+            if land["terrain"] != "city" and blocks.get(land["terrain"], 0) >= 2 and _neighbours(city, land)
+            for other in cities
+            if other is not city and _neighbours(other, land)
+        ]
+        rng.shuffle(routes)
+        for city, land, other in routes[:3]:
             await _hex(page, city["tile"]).click()
-            pays = [t for t in await _tiles(page) if "pay" in (t["kind"] or "").split()]
-            for land in pays:
-                cities_by = [t for t in tiles if t["terrain"] == "city" and _neighbours(t, land)]
-                other = [t for t in cities_by if t["tile"] != city["tile"]]
-                if other:
-                    plan.update(second=other[0]["tile"], land=land["tile"])
-                    await _hex(page, land["tile"]).click()
-                    return
+            pay = page.locator(f"{BOARD} svg.hexmap polygon.pay[data-tile='{land['tile']}']")
+            if await pay.count():
+                plan.update(second=other["tile"], land=land["tile"])
+                if rng.random() < 0.7:
+                    await pay.click()
+                else:
+                    # Let the city go and drag from it to the land paid with instead.
+                    await _hex(page, city["tile"]).click()
+                    await _hex(page, city["tile"]).drag_to(_hex(page, land["tile"]))
+                return
             await _hex(page, city["tile"]).click()
     elif "second" in plan:
         second, paid = plan.pop("second"), plan["land"]

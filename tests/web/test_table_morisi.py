@@ -1,25 +1,33 @@
-"""Morisi played to the end on the table alone (the pawn placed and moved on the map, sticks
-laid from a city to the land paid with, routes built, sticks undone, turns ended with the
-table's confirmation), at a desktop's and a phone's size."""
+"""Morisi played by hand on the web table at a desktop's size and a phone's
+(tests/web/harness.py): placing and moving the pawn on the map, laying sticks from a city to
+the land paid with (clicked or dragged), building the route, undoing a stick and ending the
+turn (confirmed when sticks would go back) are all clicks on the table; the other seat is a
+server bot."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
-from playwright.async_api import Browser, Page
+from playwright.async_api import Browser
 
 from tests.web.conftest import WebStack
-from tests.web.table2_harness import VIEWPORTS, play_on_the_table
-from tests.web.table_moves import morisi_move
+from tests.web.harness import DESKTOP, PHONE, Match, Tab, play_match
+from tests.web.table_moves import kinds_clicked, morisi_move
 
 
-@pytest.mark.parametrize("viewport", VIEWPORTS, ids=list(VIEWPORTS))
-async def test_morisi_on_the_table(quick_bots_stack: WebStack, browser: Browser, viewport: str) -> None:
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+async def test_morisi_played_on_the_table(
+    quick_bots_stack: WebStack, browser: Browser, viewport: dict[str, int]
+) -> None:
     plan: dict[str, int] = {}
 
-    async def move(page: Page, rng: object) -> None:
-        await morisi_move(page, rng, plan)  # type: ignore[arg-type]
+    async def strategy(tab: Tab, rng: random.Random) -> None:
+        await morisi_move(tab.page, rng, plan)
 
-    kinds = await play_on_the_table(
-        quick_bots_stack, browser, "morisi", 2, {"layout": "hexagon"}, VIEWPORTS[viewport], move
-    )
+    match = Match("morisi", 2, strategy, bots=1, bot_level="policy", options={"layout": "hexagon"})
+    tabs = await play_match(quick_bots_stack, browser, match, viewport)
+    kinds = await kinds_clicked(tabs[0].page)
     assert {"placePawn", "movePawn", "layStick", "endTurn"} <= kinds, kinds
+    for tab in tabs:
+        await tab.page.context.close()

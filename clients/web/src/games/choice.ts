@@ -1,6 +1,7 @@
 // A table's own choices in progress (cards picked for a meld, a stick's first tile): kept
 // between draws, redrawn in place, never sent to the server until they make a legal move.
 import type { TableContext } from "./types.js";
+import "./choice.css";
 
 export class LocalChoice {
   private element?: HTMLElement;
@@ -44,8 +45,18 @@ export function choiceButton(
   button.dataset.focus = attrs.focus;
   button.dataset.testid = "pick";
   if (attrs.pressed !== undefined) button.setAttribute("aria-pressed", String(attrs.pressed));
-  if (attrs.label) button.setAttribute("aria-label", attrs.label);
   button.append(...content);
+  if (attrs.label) said(button, attrs.label);
   button.addEventListener("click", attrs.onPick);
   return button;
+}
+
+/** Words for a screen reader after what a piece shows (a card's face says "9♠"): its visible
+ * text stays part of its name, as axe-core's label-content-name-mismatch asks. */
+export function said<E extends Element>(element: E, words: string): E {
+  const span = document.createElement("span");
+  span.className = "said";
+  span.textContent = ` ${words}`;
+  element.append(span);
+  return element;
 }

@@ -5,7 +5,8 @@
 import { h } from "../dom.js";
 import type { Json } from "../render.js";
 import { listWords } from "../words.js";
-import { choiceButton, LocalChoice } from "./choice.js";
+import { choiceButton, LocalChoice, said } from "./choice.js";
+import { cardWords, describeMoreEvent } from "./more_words.js";
 import { backs, card, findMove, handZone, list, num, obj, pill, seatName, short, text, zone, type Obj } from "./parts.js";
 import type { GameRenderer, LegalMove, TableContext } from "./types.js";
 import "./more.css";
@@ -18,7 +19,6 @@ const SUITS: Record<string, [string, string]> = {
 };
 const SUIT_ORDER = ["clubs", "diamonds", "hearts", "spades"];
 const RANKS: Record<number, string> = { 1: "A", 11: "J", 12: "Q", 13: "K" };
-const RANK_WORDS: Record<number, string> = { 1: "ace", 11: "jack", 12: "queen", 13: "king" };
 const PHASES: Record<string, string> = {
   bidding: "sealed bids for the Solo",
   draw: "draw a card or take the discard pile",
@@ -31,12 +31,6 @@ const picked = new Set<number>();
 
 function suitOf(c: Obj): string {
   return short(c.suit, "SUIT_");
-}
-
-/** A card's face in words, as a person says it: "7 of hearts", "joker". */
-export function cardWords(c: Obj): string {
-  if (c.joker) return "joker";
-  return `${RANK_WORDS[num(c.rank)] ?? text(c.rank)} of ${suitOf(c)}`;
 }
 
 function look(c: Obj, isPrivate = false) {
@@ -127,27 +121,26 @@ function piles(ctx: TableContext, v: Obj, pickedCard: Obj | undefined): HTMLElem
   const drawPile = drawMove
     ? ctx.moveButton(drawMove, [h("span", { class: "value" }, "⇩"), h("span", { class: "effect" }, "draw")], "card back pile")
     : backs(Math.min(num(v.drawPileSize), 3));
-  if (drawMove) drawPile.setAttribute("aria-label", "draw the top card of the draw pile");
+  if (drawMove) said(drawPile, "the top card of the draw pile");
   const discardMove = pickedCard ? findMove(ctx, "discard", (f) => num(f.card) === num(pickedCard.id)) : undefined;
   const takeMove = findMove(ctx, "takePile");
   let discardPile: HTMLElement;
   if (discardMove) {
     discardPile = ctx.moveButton(discardMove, [h("span", { class: "value" }, "⇓"), h("span", { class: "effect" }, "discard"), h("span", { class: "effect" }, look(pickedCard!).corner)], "card drop");
-    discardPile.setAttribute("aria-label", `discard the ${cardWords(pickedCard!)} and end your turn`);
+    said(discardPile, `the ${cardWords(pickedCard!)} and end your turn`);
   } else if (top) {
     discardPile = card(ctx, { ...look(top), foot: takeMove ? `take all ${pile.length}` : "" }, takeMove);
-    if (takeMove) discardPile.setAttribute("aria-label", `take the whole discard pile, ${pile.length} cards, the ${cardWords(top)} on top`);
+    if (takeMove) said(discardPile, `: the whole discard pile, the ${cardWords(top)} on top`);
   } else {
     discardPile = h("span", { class: "muted" }, "empty");
   }
-  const more = (side: string, state: Json, size: Json) => zone(`${side}'s More pile: ${short(state, "PILE_STATE_").replaceAll("_", " ")}`, backs(num(size) ? 1 : 0));
+  const more = (side: string, state: Json, size: Json) => pill(`${side}'s: ${short(state, "PILE_STATE_").replaceAll("_", " ")}${num(size) ? ` (${num(size)})` : ""}`);
   return h(
     "div",
     { class: "row piles" },
     zone(`draw pile: ${num(v.drawPileSize)}`, drawPile),
     zone(`discard pile: ${pile.length}`, discardPile),
-    more("Pair", v.pairMorePile, v.pairMorePileSize),
-    more("Solo", v.soloMorePile, v.soloMorePileSize),
+    h("div", { class: "zone more-piles" }, h("div", { class: "label" }, "More piles"), more("Pair", v.pairMorePile, v.pairMorePileSize), more("Solo", v.soloMorePile, v.soloMorePileSize)),
   );
 }
 
@@ -200,7 +193,8 @@ function roundSummary(ctx: TableContext, v: Obj): HTMLElement | null {
   const heads = ["player", "melds", "biribas", "going out", "hand", "More pile", "Solo ×1.5", "Solo out", "round", "total"];
   return h(
     "div",
-    { class: "zone summary", id: "round-summary" },
+    // It scrolls sideways on a phone: reachable by keyboard, named.
+    { class: "zone summary", id: "round-summary", tabindex: 0, role: "group", "aria-label": `round ${num(last.round)} scores` },
     h("div", { class: "label" }, `Round ${num(last.round)}: ${ended}`),
     h("table", {}, h("thead", {}, h("tr", {}, heads.map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows)),
   );
@@ -240,7 +234,7 @@ function drawTable(ctx: TableContext): HTMLElement {
       "div",
       { class: "row" },
       ...list(v.handSizes).map((n, seat) =>
-        pill(`${seatName(ctx, seat)}: ${roles[seat] === "unspecified" || !roles[seat] ? "" : `${roles[seat]}, `}${num(n)} cards, ${num(list(v.scores)[seat])} points${list(v.minimumBinds)[seat] ? ", needs 7.5 to go down" : ""}`),
+        pill(`${seatName(ctx, seat)}: ${roles[seat] === "unspecified" || !roles[seat] ? "" : `${roles[seat]}, `}${num(n)} card${num(n) === 1 ? "" : "s"}, ${num(list(v.scores)[seat])} points${list(v.minimumBinds)[seat] ? ", needs 7.5 to go down" : ""}`),
       ),
     ),
     piles(ctx, v, pickedCard),
@@ -261,4 +255,5 @@ const table = new LocalChoice(drawTable);
 
 export const more: GameRenderer = {
   draw: (ctx) => table.draw(ctx),
+  describeEvent: (kind, body, names) => describeMoreEvent(kind, body, names),
 };

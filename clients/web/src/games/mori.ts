@@ -4,6 +4,7 @@ import type { Json } from "../render.js";
 import { card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj, handZone } from "./parts.js";
 import type { GameRenderer, TableContext } from "./types.js";
 import "./mori.css";
+import { describeMoriEvent } from "./mori_words.js";
 
 const SEASON_COLOURS: Record<string, string> = {
   spring: "#3f9b4a",
@@ -80,6 +81,7 @@ function roundScores(ctx: TableContext): HTMLElement | null {
 }
 
 export const mori: GameRenderer = {
+  describeEvent: (kind, body, names) => describeMoriEvent(kind, body, names),
   draw(ctx) {
     const v = ctx.view;
     const hand = list(v.hand).map((c) => card(ctx, cardLook(obj(c), true), findMove(ctx, "playCard", (f) => num(f.card) === num(obj(c).id))));

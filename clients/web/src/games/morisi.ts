@@ -6,7 +6,8 @@
 import { h } from "../dom.js";
 import { listWords } from "../words.js";
 import { choiceButton, LocalChoice } from "./choice.js";
-import { findMove, list, num, obj, pill, seatName, short, zone, type Obj } from "./parts.js";
+import { findMove, list, num, obj, pill, seatName, short, zone } from "./parts.js";
+import { cityLetters, describeMorisiEvent, tileWords } from "./morisi_words.js";
 import { hexMap, SEAT_COLOURS, SEAT_COLOUR_NAMES, TERRAIN, type TileMark } from "./morisi_map.js";
 import type { GameRenderer, LegalMove, TableContext } from "./types.js";
 import "./morisi.css";
@@ -22,22 +23,6 @@ const PHASES: Record<string, string> = {
 
 // The stick being laid: its first tile (a city or a tile of the seat's network).
 const local: { anchor?: number; confirmEnd: boolean; version: string } = { confirmEnd: false, version: "" };
-
-/** Cities are named by letters, in tile order: A, B, C… */
-export function cityLetters(view: Obj): Map<number, string> {
-  const letters = new Map<number, string>();
-  for (const tile of list(view.tiles).map(obj)) {
-    if (short(tile.terrain, "TERRAIN_") === "city") letters.set(num(tile.index), String.fromCharCode(65 + letters.size));
-  }
-  return letters;
-}
-
-function tileWords(view: Obj, letters: Map<number, string>, index: number): string {
-  const letter = letters.get(index);
-  if (letter) return `city ${letter}`;
-  const tile = obj(list(view.tiles)[index]);
-  return `the ${short(tile.terrain, "TERRAIN_")} land${num(tile.blocks) ? ` with ${num(tile.blocks)} block${num(tile.blocks) > 1 ? "s" : ""}` : ""}`;
-}
 
 function play(ctx: TableContext, move: LegalMove): void {
   local.anchor = undefined;
@@ -190,7 +175,7 @@ function drawTable(ctx: TableContext): HTMLElement {
   const letters = cityLetters(v);
   const phase = short(v.phase, "PHASE_");
   const mine = list(v.myBlocks);
-  const map = h("div", { class: "board-map", "data-scroll": "map" }, hexMap({ view: v, letters, marks: tileMarks(ctx, letters), onDrag: (from, to) => dragStick(ctx, from, to) }));
+  const map = h("div", { class: "board-map", "data-scroll": "map", tabindex: 0, role: "group", "aria-label": "the map" }, hexMap({ view: v, letters, marks: tileMarks(ctx, letters), onDrag: (from, to) => dragStick(ctx, from, to) }));
   return h(
     "div",
     { class: "morisi" },
@@ -209,7 +194,7 @@ function drawTable(ctx: TableContext): HTMLElement {
           "div",
           { class: "zone blocks" },
           h("div", { class: "label" }, "your blocks"),
-          h("div", { class: "row" }, ...mine.map((n, i) => h("span", { class: "pill block", "data-private": "blocks", style: `background:${TERRAIN[COLOURS[i]]}` }, `${COLOURS[i]} ${num(n)}`))),
+          h("div", { class: "row" }, ...mine.map((n, i) => h("span", { class: "pill block", "data-private": "blocks" }, h("span", { class: "swatch", style: `background:${TERRAIN[COLOURS[i]]}` }), ` ${COLOURS[i]} ${num(n)}`))),
         )
       : null,
     players(ctx),
@@ -222,4 +207,5 @@ const table = new LocalChoice(drawTable);
 
 export const morisi: GameRenderer = {
   draw: (ctx) => table.draw(ctx),
+  describeEvent: (kind, body, names, view) => describeMorisiEvent(kind, body, names, view),
 };

@@ -156,7 +156,7 @@ export function hexMap(input: MapInput): SVGElement {
     if (spot) pawns.push(svg("circle", { cx: spot[0] + 11, cy: spot[1] - 11, r: 8, fill: SEAT_COLOURS[num(p.seat)] ?? "#000", stroke: "#ffd34d", "stroke-width": 2, "pointer-events": "none" }));
   }
   const unitsWide = maxX - minX;
-  const map = svg("svg", { viewBox: `${minX} ${minY} ${unitsWide} ${maxY - minY}`, class: "hexmap", role: "group", "aria-label": "the map" }, ...ground, ...sticks, ...labels, ...pawns);
+  const map = svg("svg", { viewBox: `${minX} ${minY} ${unitsWide} ${maxY - minY}`, class: "hexmap" }, ...ground, ...sticks, ...labels, ...pawns);
   map.style.minWidth = `${Math.ceil((unitsWide / SIZE) * MIN_RADIUS_PX)}px`;
   map.style.maxWidth = `${Math.ceil((unitsWide / SIZE) * 48)}px`;
   map.addEventListener("pointerup", (event) => {
