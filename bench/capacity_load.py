@@ -21,6 +21,7 @@ import asyncio
 import json
 import os
 import random
+import struct
 import sys
 import time
 import uuid
@@ -32,6 +33,8 @@ from services.runtime.grpc_core import apply_core_settings
 apply_core_settings()
 
 import grpc  # noqa: E402  (grpc loads after its core settings)
+import httpx  # noqa: E402
+from mogames.common.v1 import common_pb2  # noqa: E402
 
 from bench.baselines import cpu_seconds  # noqa: E402
 from clients.game_client import GameClient  # noqa: E402
@@ -39,6 +42,7 @@ from clients.game_client import GameClient  # noqa: E402
 # Setup calls (CreateMatch, JoinMatch) in flight at once per process.
 SETUP_CONCURRENCY = 64
 REOPEN_AFTER_S = 1.0
+WEB_SEATS_PER_CONNECTION = 50
 
 
 @dataclass
@@ -48,6 +52,8 @@ class Tally:
     errors: int = 0
     # Streams the server cut (its connection age, a restart) and opened again.
     cuts: int = 0
+    # Moves no longer legal when they arrived.
+    refused: int = 0
 
 
 class Load:
@@ -57,12 +63,34 @@ class Load:
         self.channels: list[grpc.aio.Channel] = []
         self.tables: list[asyncio.Task[None]] = []
         self.open_seats = 0
-        self.moving = True
+        # Moves wait for the bench to ask for them (all streams open first).
+        self.moving = False
         self.tally = Tally()
         self.setup = asyncio.Semaphore(SETUP_CONCURRENCY)
         self.changed = asyncio.Event()
         # Seats holding a decision while moves are off: their moves are timed when they resume.
         self.held: list[Any] = []
+        # The web port's clients (HTTP/2 without TLS), each one connection for its seats'
+        # watches; and one for their moves' POSTs.
+        self.web_clients: list[httpx.AsyncClient] = []
+        self.web_posts = httpx.AsyncClient(
+            base_url=f"http://{args.web}",
+            http1=False,
+            http2=True,
+            timeout=None,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=None),
+        )
+
+    def web_client(self, n: int) -> httpx.AsyncClient:
+        """The web client of the ``n``th seat: a connection of its own every
+        WEB_SEATS_PER_CONNECTION seats, leaving streams free for their moves' POSTs (an
+        HTTP/2 server takes a bounded number of streams at once on a connection)."""
+        index = n // WEB_SEATS_PER_CONNECTION
+        while len(self.web_clients) <= index:
+            self.web_clients.append(
+                httpx.AsyncClient(base_url=f"http://{self.args.web}", http1=False, http2=True, timeout=None)
+            )
+        return self.web_clients[index]
 
     def client(self, n: int) -> GameClient:
         """The client of the ``n``th stream: a new connection every ``--streams-per-channel``."""
@@ -76,12 +104,12 @@ class Load:
     async def grow(self, seats: int) -> None:
         while len(self.tables) * self.args.players < seats:
             first = len(self.tables) * self.args.players
-            self.tables.append(asyncio.create_task(self.table(self.client(first))))
+            self.tables.append(asyncio.create_task(self.table(self.client(first), first)))
         while self.open_seats < len(self.tables) * self.args.players:
             self.changed.clear()
             await self.changed.wait()
 
-    async def table(self, client: GameClient) -> None:
+    async def table(self, client: GameClient, first: int) -> None:
         """Matches one after the other, each seat of each on a stream of its own."""
         opened = False
         while True:
@@ -94,7 +122,12 @@ class Load:
                 self.failed(error)
                 await asyncio.sleep(REOPEN_AFTER_S)
                 continue
-            seats = [Seat(self, client, match.match_id, token, count=not opened) for token in tokens]
+            seats = [
+                WebSeat(self, client, match.match_id, token, not opened, self.web_client(first + n))
+                if self.args.web
+                else Seat(self, client, match.match_id, token, count=not opened)
+                for n, token in enumerate(tokens)
+            ]
             opened = True
             await asyncio.gather(*(seat.play() for seat in seats))
 
@@ -117,6 +150,7 @@ class Load:
             "latencies_ms": [round(s * 1000, 3) for s in tally.latencies_s],
             "errors": tally.errors,
             "cuts": tally.cuts,
+            "refused": tally.refused,
             "seats": self.open_seats,
             "cpu_s": cpu_seconds(os.getpid()),
         }
@@ -186,7 +220,8 @@ class Seat:
             next_moves = list(response.committed.next_moves)
             self.decision = (self.acted_at, next_moves) if next_moves else None
         elif answer == "refused":
-            self.sent_at = 0.0  # another seat's move made this one stale: the next prompt follows
+            self.load.tally.refused += 1
+            self.sent_at = 0.0  # no longer legal: the next prompt follows
         if not ended and self.decision is not None and not self.sent_at and self.timer is None:
             self.think()
         return ended
@@ -204,17 +239,154 @@ class Seat:
 
     def move(self) -> None:
         self.timer = None
+        if not self.load.moving:
+            self.think()  # held until moves are on again
+            return
         if self.decision is None or self.sent_at or self.call is None or self.call.done():
             return
-        version, moves = self.decision
+        moves = self.decision[1]
         self.decision = None
         self.sent_at = time.perf_counter()
+        # As the web page does, without expected_version: a pick made while another seat's
+        # went in still counts (Happy Mochi's seats pick at once).
         self.sending = asyncio.create_task(
-            self.client.send_move(
-                self.call, self.load.rng.choice(moves), expected_version=version, request_id=uuid.uuid4().hex
-            )
+            self.client.send_move(self.call, self.load.rng.choice(moves), request_id=uuid.uuid4().hex)
         )
         self.sending.add_done_callback(_ignore_a_cut)
+
+
+class WebSeat(Seat):
+    """One seat as the web page plays it: a WatchMatch stream on the web port (Connect,
+    binary, HTTP/2) and a SubmitMove POST per move."""
+
+    def __init__(
+        self, load: Load, client: GameClient, match_id: str, token: str, count: bool, web: httpx.AsyncClient
+    ) -> None:
+        super().__init__(load, client, match_id, token, count)
+        self.web = web
+
+    async def play(self) -> None:
+        web, pb2 = self.web, self.client.pb2
+        service = f"/{self.client.info.full_service}"
+        headers = {
+            "content-type": "application/connect+proto",
+            "connect-protocol-version": "1",
+            "authorization": f"Bearer {self.token}",
+        }
+        version: int | None = None
+        seq = 0
+        while True:
+            request = common_pb2.WatchMatchRequest(match_id=self.match_id, after_seq=seq)
+            if version is not None:
+                request.after_version = version
+            body = request.SerializeToString()
+            try:
+                async with web.stream(
+                    "POST",
+                    f"{service}/WatchMatch",
+                    content=struct.pack(">BI", 0, len(body)) + body,
+                    headers=headers,
+                ) as reply:
+                    buffer = bytearray()
+                    async for chunk in reply.aiter_raw():
+                        buffer += chunk
+                        for flags, data in _frames(buffer):
+                            if flags & _END_STREAM:
+                                raise _WebCut(data)
+                            if self.count:
+                                self.count = False
+                                self.load.open_seats += 1
+                                self.load.changed.set()
+                            if self.heard_event(pb2.MatchEvent.FromString(data)):
+                                return
+                    raise _WebCut(b"")
+            except (_WebCut, httpx.HTTPError) as error:
+                if isinstance(error, _WebCut) and b"unavailable" not in error.args[0]:
+                    self.load.tally.errors += 1
+                    print(f"capacity_load: web watch ended: {error.args[0]!r}", file=sys.stderr)
+                else:
+                    self.load.tally.cuts += 1
+                await asyncio.sleep(REOPEN_AFTER_S)
+                version, seq = self.cursor
+            finally:
+                if self.timer is not None:
+                    self.timer.cancel()
+
+    def heard_event(self, event: Any) -> bool:
+        kind = event.WhichOneof("event")
+        if event.seq:
+            self.cursor = (event.version, event.seq)
+        if kind == "prompt" and event.version > self.acted_at:
+            self.decision = (event.version, list(event.prompt.moves))
+            if not self.sent_at:
+                self.think()
+        return kind == "match_ended"
+
+    def move(self) -> None:
+        self.timer = None
+        if not self.load.moving:
+            self.think()
+            return
+        if self.decision is None or self.sent_at:
+            return
+        moves = self.decision[1]
+        self.decision = None
+        self.sent_at = time.perf_counter()
+        request = self.client.pb2.SubmitMoveRequest(match_id=self.match_id, request_id=uuid.uuid4().hex)
+        request.move.CopyFrom(self.load.rng.choice(moves))
+        self.sending = asyncio.create_task(self.submit(request))
+
+    async def submit(self, request: Any) -> None:
+        web = self.load.web_posts
+        headers = {
+            "content-type": "application/proto",
+            "connect-protocol-version": "1",
+            "authorization": f"Bearer {self.token}",
+        }
+        try:
+            reply = await web.post(
+                f"/{self.client.info.full_service}/SubmitMove",
+                content=request.SerializeToString(),
+                headers=headers,
+            )
+        except httpx.HTTPError:
+            self.load.tally.errors += 1
+            self.sent_at = 0.0
+            return
+        sent_at, self.sent_at = self.sent_at, 0.0
+        if reply.status_code != 200:
+            if b"aborted" not in reply.content:  # another seat moved first
+                self.load.tally.errors += 1
+                print(
+                    f"capacity_load: SubmitMove {reply.status_code}: {reply.content[:200]!r}", file=sys.stderr
+                )
+            return
+        self.load.tally.latencies_s.append(time.perf_counter() - sent_at)
+        self.load.tally.moves += 1
+        answer = self.client.pb2.SubmitMoveResponse.FromString(reply.content)
+        self.acted_at = answer.version
+        if answer.next_moves:
+            self.decision = (answer.version, list(answer.next_moves))
+            self.think()
+
+
+class _WebCut(Exception):
+    """A web watch that ended before its match did (its end-of-stream message)."""
+
+
+_END_STREAM = 0x02
+
+
+def _frames(buffer: bytearray) -> list[tuple[int, bytes]]:
+    """The complete Connect envelopes at the head of ``buffer``, taken out of it."""
+    frames = []
+    while len(buffer) >= 5:
+        flags, length = struct.unpack(">BI", buffer[:5])
+        if len(buffer) < 5 + length:
+            break
+        frames.append((flags, bytes(buffer[5 : 5 + length])))
+        del buffer[: 5 + length]
+    return frames
 
 
 def _ignore_a_cut(task: asyncio.Task[None]) -> None:
@@ -246,9 +418,10 @@ def main() -> None:
     parser.add_argument("--target", required=True)
     parser.add_argument("--game", default="happy_mochi")
     parser.add_argument("--players", type=int, default=4)
-    parser.add_argument("--think", type=float, default=20.0)
+    parser.add_argument("--think", type=float, default=5.0)
     parser.add_argument("--streams-per-channel", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--web", default="", help="the web port: seats watch and move there, as browsers")
     args = parser.parse_args()
     try:
         import uvloop
