@@ -220,9 +220,12 @@ class ServiceSettings:
     # GetView / WatchMatch without a token (the public view and events); a match can also
     # refuse them itself (TableOptions.no_spectators).
     spectators: bool = True
-    # A quiet WatchMatch sends a Heartbeat this often, so proxies keep the stream and a
-    # vanished client is noticed at the next write.
-    heartbeat_s: float = 15.0
+    # A quiet WatchMatch or PlayMatch sends a Heartbeat this often, so proxies keep the
+    # stream (their idle timeouts are a minute or more) and a vanished client is noticed at
+    # the next write (keepalive pings notice it within 40 s anyway). A heartbeat is a
+    # message per stream through the service and the gateway: nearly all a waiting seat's
+    # CPU, so not more often than needed (docs/benchmarks.md, make bench-capacity).
+    heartbeat_s: float = 30.0
     # Start-up waits this long for a Redis it cannot reach (one still loading its data is
     # waited for until it is done), then stops with one line.
     redis_wait_s: int = 30
@@ -264,7 +267,7 @@ class ServiceSettings:
             metrics_listen=_metrics_listen(),
             max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             spectators=_bool("MOGAMES_SPECTATORS", True),
-            heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 15, minimum=1),
+            heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 30, minimum=1),
             redis_wait_s=_int("MOGAMES_REDIS_WAIT_S", 30),
             max_moves=_int("MOGAMES_MAX_MOVES", 0),
         )
@@ -443,8 +446,8 @@ class PlayersSettings:
     oidc: OidcProvider | None = None
     # How long a finished match stays in its players' ListMyMatches.
     finished_listed_s: int = 7 * 24 * 3600
-    # A quiet WatchMyTurns sends a Heartbeat this often.
-    heartbeat_s: float = 15.0
+    # A quiet WatchMyTurns sends a Heartbeat this often (as a game's streams do).
+    heartbeat_s: float = 30.0
     limits: InputLimits = field(default_factory=lambda: InputLimits())
     metrics_listen: str = ""
     max_connection_age_s: int = 300
@@ -467,7 +470,7 @@ class PlayersSettings:
             sign_in_window_s=_int("MOGAMES_SIGN_IN_WINDOW_S", 600, minimum=1),
             oidc=_oidc_provider(),
             finished_listed_s=_int("MOGAMES_FINISHED_LISTED_S", 7 * 24 * 3600, minimum=60),
-            heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 15, minimum=1),
+            heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 30, minimum=1),
             limits=InputLimits.from_env(),
             metrics_listen=_metrics_listen(),
             max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
