@@ -7,9 +7,13 @@ first tile, which the page keeps to itself and sends nothing for."""
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from playwright.async_api import Locator, Page
+
+from tests.web.conftest import ARTIFACTS
+from tests.web.harness import Tab, size_name
 
 LIVE = ":not([disabled])"
 BOARD = "#board"
@@ -25,6 +29,15 @@ RECORD_KINDS = """() => {
 }"""
 
 
+def screenshots(game: str, viewport: dict[str, int]) -> Callable[[str, Tab], Awaitable[None]]:
+    """The harness's start, middle and end of a match, to artifacts/web/<game>-<size>-<moment>.png."""
+
+    async def shoot(moment: str, tab: Tab) -> None:
+        await tab.page.screenshot(path=ARTIFACTS / f"{game}-{size_name(viewport)}-{moment}.png")
+
+    return shoot
+
+
 async def recording(page: Page) -> None:
     """Starts (once per page) keeping the kinds of moves clicked."""
     await page.evaluate(RECORD_KINDS)
@@ -34,12 +47,21 @@ async def kinds_clicked(page: Page) -> set[str]:
     return set(await page.evaluate("[...(window.movesClicked || [])]"))
 
 
+async def _press_or_click(piece: Locator, rng: random.Random) -> None:
+    """Now and then by keyboard (focus, Enter), as a person without a mouse plays."""
+    if rng.random() < 0.25:
+        await piece.focus()
+        await piece.press("Enter")
+    else:
+        await piece.click()
+
+
 async def _click_any(page: Page, selector: str, rng: random.Random) -> bool:
     found = page.locator(selector)
     count = await found.count()
     if not count:
         return False
-    await found.nth(rng.randrange(count)).click()
+    await _press_or_click(found.nth(rng.randrange(count)), rng)
     return True
 
 
@@ -145,7 +167,7 @@ async def morisi_move(page: Page, rng: random.Random, plan: dict[str, int]) -> N
             if t["blocks"]:
                 left[t["terrain"]] += t["blocks"]
         best = sorted(targets, key=lambda t: (not t["blocks"], left.get(t["terrain"], 99), rng.random()))[0]
-        await _hex(page, best["tile"]).click()
+        await _press_or_click(_hex(page, best["tile"]), rng)
         return
     build = board.locator(f"button.move.build{LIVE}")
     if await build.count():

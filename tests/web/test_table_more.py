@@ -13,7 +13,7 @@ from playwright.async_api import Browser
 
 from tests.web.conftest import WebStack
 from tests.web.harness import DESKTOP, PHONE, Match, Tab, play_match
-from tests.web.table_moves import kinds_clicked, more_move
+from tests.web.table_moves import kinds_clicked, more_move, screenshots
 
 
 async def strategy(tab: Tab, rng: random.Random) -> None:
@@ -25,7 +25,7 @@ async def test_more_played_on_the_table(
     quick_bots_stack: WebStack, browser: Browser, viewport: dict[str, int]
 ) -> None:
     match = Match("more", 3, strategy, bots=2, bot_level="policy", options={"max_rounds": 1})
-    tabs = await play_match(quick_bots_stack, browser, match, viewport)
+    tabs = await play_match(quick_bots_stack, browser, match, viewport, screenshots("more", viewport))
     kinds = await kinds_clicked(tabs[0].page)
     assert {"draw", "layMeld", "discard"} <= kinds, kinds
     for tab in tabs:

@@ -11,7 +11,7 @@ from playwright.async_api import Browser
 
 from tests.web.conftest import WebStack
 from tests.web.harness import DESKTOP, PHONE, Match, Tab, play_match
-from tests.web.table_moves import kinds_clicked, mori_move
+from tests.web.table_moves import kinds_clicked, mori_move, screenshots
 
 
 async def strategy(tab: Tab, rng: random.Random) -> None:
@@ -23,7 +23,7 @@ async def test_mori_played_on_the_table(
     quick_bots_stack: WebStack, browser: Browser, viewport: dict[str, int]
 ) -> None:
     match = Match("mori", 3, strategy, bots=2, bot_level="policy")
-    tabs = await play_match(quick_bots_stack, browser, match, viewport)
+    tabs = await play_match(quick_bots_stack, browser, match, viewport, screenshots("mori", viewport))
     kinds = await kinds_clicked(tabs[0].page)
     assert {"playCard", "claimDie"} <= kinds, kinds
     for tab in tabs:

@@ -13,7 +13,7 @@ from playwright.async_api import Browser
 
 from tests.web.conftest import WebStack
 from tests.web.harness import DESKTOP, PHONE, Match, Tab, play_match
-from tests.web.table_moves import kinds_clicked, morisi_move
+from tests.web.table_moves import kinds_clicked, morisi_move, screenshots
 
 
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
@@ -26,7 +26,7 @@ async def test_morisi_played_on_the_table(
         await morisi_move(tab.page, rng, plan)
 
     match = Match("morisi", 2, strategy, bots=1, bot_level="policy", options={"layout": "hexagon"})
-    tabs = await play_match(quick_bots_stack, browser, match, viewport)
+    tabs = await play_match(quick_bots_stack, browser, match, viewport, screenshots("morisi", viewport))
     kinds = await kinds_clicked(tabs[0].page)
     assert {"placePawn", "movePawn", "layStick", "endTurn"} <= kinds, kinds
     for tab in tabs:
