@@ -289,26 +289,45 @@ async def bot_matches(client: GameClient, count: int, level: str, players: int) 
     return [m.match_id for m in created]
 
 
-async def latency_figures(target: str, args: argparse.Namespace) -> list[list[str]]:
+def cpu_seconds(pid: int) -> float:
+    """The CPU seconds (user and system) process ``pid`` has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measured(
+    client: GameClient, duration_s: float, seed: int, replica: int
+) -> tuple[list[float], float]:
+    """A human's move latencies over ``duration_s``, and the replica's CPU share meanwhile."""
+    cpu, started = cpu_seconds(replica), time.monotonic()
+    latencies = await human_latencies(client, duration_s, seed)
+    return latencies, (cpu_seconds(replica) - cpu) / (time.monotonic() - started)
+
+
+async def latency_figures(target: str, args: argparse.Namespace, replica: int) -> list[list[str]]:
     game = args.latency_game
     players = max(2, rules_module(game).GAME.min_players)
     async with grpc.aio.insecure_channel(target) as channel:
         client = GameClient(channel, game)
         await human_latencies(client, 2.0, seed=0)  # warm up
-        idle = await human_latencies(client, args.latency_duration, seed=1)
+        idle, idle_cpu = await measured(client, args.latency_duration, 1, replica)
         ids = await bot_matches(client, args.bot_matches, args.bot_level, players)
         await asyncio.sleep(3.0)  # the bots' worker is busy by now
         before = sum([(await client.match(m)).version for m in ids])
-        loaded = await human_latencies(client, args.latency_duration, seed=2)
+        loaded, loaded_cpu = await measured(client, args.latency_duration, 2, replica)
         after = sum([(await client.match(m)).version for m in ids])
     rows = []
-    for name, values in (("idle", idle), (f"{args.bot_matches} {args.bot_level} bot matches", loaded)):
+    for name, values, cpu in (
+        ("idle", idle, idle_cpu),
+        (f"{args.bot_matches} {args.bot_level} bot matches", loaded, loaded_cpu),
+    ):
         rows.append(
             [
                 name,
                 str(len(values)),
                 f"{1000 * percentile(values, 0.5):.2f}",
                 f"{1000 * percentile(values, 0.99):.2f}",
+                f"{cpu:.0%}",
             ]
         )
     ratio = percentile(loaded, 0.99) / percentile(idle, 0.99)
@@ -359,15 +378,15 @@ def main() -> None:
     print_win_rates(pairings)
     if args.no_latency or args.report:
         return
-    use_bench_environment()
+    use_bench_environment(MOGAMES_WEB_LISTEN="")  # no web port: only native gRPC is measured
     print(
         f"human moves on one {args.latency_game} replica: idle, then next to {args.bot_matches}"
         f" {args.bot_level} bot matches, {args.latency_duration:g} s each ...",
         flush=True,
     )
     with running_system([args.latency_game], 1, gateway_listen=f"127.0.0.1:{free_port()}") as system:
-        rows = asyncio.run(latency_figures(system.gateway, args))
-    print(table(["replica", "moves", "p50 ms", "p99 ms"], rows))
+        rows = asyncio.run(latency_figures(system.gateway, args, system.processes[0].pid))
+    print(table(["replica", "moves", "p50 ms", "p99 ms", "replica CPU"], rows))
 
 
 if __name__ == "__main__":

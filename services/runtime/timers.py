@@ -22,7 +22,7 @@ from services.bots.decide import seat_information
 from services.bots.levels import SEARCH_LEVELS
 from services.engine import Event, JsonDict
 from services.runtime import metrics
-from services.runtime.bot_pool import BotPool, RoundEvents, bot_seed
+from services.runtime.bot_pool import IN_FLIGHT_PER_WORKER, BotPool, RoundEvents, bot_seed
 from services.runtime.bots import bot_move, timeout_move
 from services.runtime.lifecycle import abandon, left_in_progress
 from services.runtime.matches import IN_PROGRESS, WAITING, MatchService
@@ -37,9 +37,12 @@ CLAIM_BATCH = 50
 # Server moves in a row for one match within one claim (bots answering bots).
 MAX_STEPS_PER_CLAIM = 200
 RETRY_AFTER_ERROR_S = 1.0
-# A bot due while every bot worker is busy is looked at again this much later, not at every
-# tick: each look loads and decodes its match on the event loop.
+# A bot due while every bot worker is busy is looked at again later, not at every tick: each
+# look loads and decodes its match on the event loop. Later the more bots wait: this much per
+# decision the workers can hold at once, per waiting bot, at most PARKED_RECHECK_MAX_MS, so
+# a hundred bot matches on one worker cost the loop a few looks a second, not hundreds.
 BUSY_WORKERS_RETRY_MS = 500
+PARKED_RECHECK_MAX_MS = 10_000
 
 
 class Scheduler:
@@ -54,8 +57,12 @@ class Scheduler:
         self._stopping = False
         self.round_events = RoundEvents(service.store)
         self._waiting_for_workers: set[str] = set()
+        # Matches whose bot found the workers busy, and when (monotonic seconds).
+        self._parked: dict[str, float] = {}
         self.stall_watch = StallWatch(service, lambda: self._stopping)
         self._stall_task: asyncio.Task[None] | None = None
+        # Fires a tick stopped waiting for (a bot deciding in a worker): they hold their leases.
+        self._fires: set[asyncio.Task[None]] = set()
 
     def start(self) -> asyncio.Task[None]:
         self._task = asyncio.create_task(self.run(), name=f"scheduler-{self.service.game.name}")
@@ -71,6 +78,7 @@ class Scheduler:
     async def stop(self) -> None:
         self._stopping = True
         await cancel_until_done([t for t in (self._task, self._stall_task) if t is not None])
+        await cancel_until_done(list(self._fires))
 
     async def run(self) -> None:
         while not self._stopping:
@@ -92,9 +100,22 @@ class Scheduler:
         return await self.due.claim(self.settings.scheduler_lease_ms, CLAIM_BATCH)
 
     async def tick(self) -> int:
+        """Claim what is due and fire it. A tick waits for its fires at most a tick's time:
+        one whose bot decides in a worker (seconds of wall time on a busy machine) goes on
+        alone, holding its lease, so the next tick fires the deadlines of human seats on time."""
         match_ids, lease = await self.claim()
-        await asyncio.gather(*(self.fire(match_id, lease) for match_id in match_ids))
+        fires = [asyncio.create_task(self.fire(match_id, lease)) for match_id in match_ids]
+        for fire in fires:
+            self._fires.add(fire)
+            fire.add_done_callback(self._fire_done)
+        if fires:
+            await asyncio.wait(fires, timeout=self.settings.scheduler_tick_ms / 1000)
         return len(match_ids)
+
+    def _fire_done(self, fire: asyncio.Task[None]) -> None:
+        self._fires.discard(fire)
+        if not fire.cancelled() and fire.exception() is not None and not self._stopping:
+            log.warning("scheduler_fire_failed", error=repr(fire.exception()))
 
     async def fire(self, match_id: str, lease: str) -> None:
         """Do what is due for one claimed match, then settle its entry."""
@@ -121,11 +142,22 @@ class Scheduler:
             if time.monotonic() > until:
                 break
         next_due = self._next_due(record)
-        if match_id in self._waiting_for_workers:
-            self._waiting_for_workers.discard(match_id)
-            if next_due:
-                next_due = str(max(int(next_due), now_ms + BUSY_WORKERS_RETRY_MS))
+        if match_id in self._waiting_for_workers and next_due:
+            next_due = str(max(int(next_due), now_ms + self._park(match_id)))
+        else:
+            self._parked.pop(match_id, None)
+        self._waiting_for_workers.discard(match_id)
         await self.due.settle(match_id, lease, next_due)
+
+    def _park(self, match_id: str) -> int:
+        """Milliseconds until a bot waiting for a worker is looked at again."""
+        now = time.monotonic()
+        self._parked[match_id] = now
+        if len(self._parked) % 64 == 0:  # forget matches looked at no more (ended, taken elsewhere)
+            stale = now - 2 * PARKED_RECHECK_MAX_MS / 1000
+            self._parked = {m: t for m, t in self._parked.items() if t > stale}
+        ahead = len(self._parked) / (self.pool.workers * IN_FLIGHT_PER_WORKER)
+        return int(min(PARKED_RECHECK_MAX_MS, BUSY_WORKERS_RETRY_MS * max(1.0, ahead)))
 
     def _next_due(self, record: MatchRecord | None) -> str:
         if record is None or record.status not in (WAITING, IN_PROGRESS):
