@@ -48,10 +48,10 @@ from clients.bot import play_match
 from clients.game_client import GameClient
 from deploy.launcher import running_system
 from deploy.redis_server import free_port
-from services.bots.adapters import games_with_adapters
+from services.bots.adapters import adapter, games_with_adapters
 from services.bots.decide import decide
 from services.bots.levels import SEARCH_LEVELS
-from services.catalog import GAME_PACKAGES, rules_module
+from services.catalog import rules_module
 from services.runtime.bots import bot_move, timeout_move
 
 # Options that keep a match short enough to play hundreds of (More's goal is far otherwise).
@@ -109,12 +109,18 @@ def _job(args: tuple[str, int, str, str, int]) -> tuple[tuple[str, int, str, str
     return (game, players, level, opponent, n), score, spent
 
 
+DECIDING_CODE = ("services/bots/decide.py", "services/bots/levels.py", "services/bots/search.py")
+
+
 def bots_version(game: str) -> str:
     """A digest of the code ``game``'s bots decide with (the search, the levels, its adapter):
     results kept in a results file count only for the code that played them."""
     digest = hashlib.sha256()
-    adapter_file = ROOT / "services" / GAME_PACKAGES[game] / "bot.py"
-    for path in sorted([*ROOT.glob("services/bots/*.py"), adapter_file]):
+    module = adapter(game)
+    files = [ROOT / name for name in DECIDING_CODE]
+    if module is not None and module.__file__:
+        files.append(Path(module.__file__))
+    for path in sorted(files):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 
