@@ -73,6 +73,13 @@ typecheck: install
 bench: install
 	$(BIN)/python -m bench.bench $(BENCH_ARGS)
 
+# Pictures of every game's web table (first table, mid-game, final summary; desktop and
+# phone) in docs/screenshots, each game played to its end in Chromium (tests/web/screenshots.py).
+.PHONY: screenshots
+screenshots: install web
+	@$(BIN)/python -m deploy.tools
+	$(BIN)/python -m pytest tests/web/screenshots.py -p no:cacheprovider -n 2 -q
+
 # The same load on one Redis and on Redis Clusters of 1, 2 and 3 masters: moves/s, latency,
 # CPU per move of Redis, services and gateway.
 .PHONY: bench-cluster

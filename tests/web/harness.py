@@ -30,7 +30,9 @@ harness then waits for the move's outcome (a higher version, or a refusal) and c
 requests. ``click_any_move`` clicks a random clickable piece of the table (the page marks
 every piece that makes a legal move with ``data-testid=move`` and its move as JSON in
 ``data-move``); a game whose moves need several clicks (select cards, then where they go)
-writes its own with ``tab.page`` and Playwright's locators, scoped to ``BOARD``.
+writes its own with ``tab.page`` and Playwright's locators, scoped to ``BOARD``; pieces
+selected before a move carry ``data-testid=pick`` (the seat has something to do while
+either is on the table).
 ``Match.options`` fills the lobby's game options (``{"max_rounds": 1}``); ``Match.bots``
 seats server bots in the last seats (they move at once on ``quick_bots_stack``).
 Screenshots of the start, the middle and the end go to ``artifacts/web/<game>-<size>-*.png``.
@@ -44,7 +46,6 @@ import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Browser, Page, Request
@@ -144,8 +145,8 @@ def size_name(viewport: dict[str, int]) -> str:
     return "phone" if viewport["width"] < 600 else "desktop"
 
 
-async def open_tab(browser: Browser, url: str, name: str, viewport: dict[str, int]) -> Tab:
-    context = await browser.new_context(viewport=viewport)
+async def open_tab(browser: Browser, url: str, name: str, viewport: dict[str, int], scale: float = 1) -> Tab:
+    context = await browser.new_context(viewport=viewport, device_scale_factor=scale)  # type: ignore[arg-type]
     await context.add_init_script(
         "document.addEventListener('DOMContentLoaded', () => {"
         f" const s = document.createElement('style'); s.textContent = {json.dumps(HIDE_MOVE_LIST)};"
@@ -193,37 +194,39 @@ async def assert_accessible(tab: Tab, when: str) -> None:
     assert not bad, f"axe-core on {tab.name}'s page ({when}):\n" + "\n".join(bad)
 
 
-async def shoot(tab: Tab, path: Path) -> None:
-    await tab.page.screenshot(path=path)
-
-
 async def play_match(
     stack: WebStack,
     browser: Browser,
     match: Match,
     viewport: dict[str, int],
     shots: Callable[[str, Tab], Awaitable[None]] | None = None,
+    scale: float = 1,
+    audit: bool = True,
 ) -> list[Tab]:
     """Plays ``match`` to its final summary (see the module's docstring); returns the tabs,
     still open (closed by the caller or with the browser). ``shots(moment, tab)`` is called
-    with "start", "middle" and "end" and the first seat's tab, for screenshots."""
+    with "start", "middle" and "end" and the first seat's tab, for screenshots (pages drawn at
+    ``scale`` device pixels per CSS pixel: below 1, smaller pictures). ``audit=False`` skips
+    axe-core (for pictures only: every test keeps it)."""
     rng = random.Random(f"{match.game}-{match.seed}")
     size = size_name(viewport)
-    creator = await open_tab(browser, stack.url, "Ada", viewport)
-    await assert_accessible(creator, "the lobby")
+    creator = await open_tab(browser, stack.url, "Ada", viewport, scale)
+    if audit:
+        await assert_accessible(creator, "the lobby")
     await create_in_lobby(creator, match)
     link = await creator.page.locator("#join-link").input_value()
     match_id = link.split("match=")[1]
     tabs = [creator]
     for n in range(1, match.players - match.bots):
-        tab = await open_tab(browser, link, ["Bea", "Cyd", "Dan", "Eve"][n - 1], viewport)
+        tab = await open_tab(browser, link, ["Bea", "Cyd", "Dan", "Eve"][n - 1], viewport, scale)
         await tab.page.locator("#join").click()
         await tab.page.wait_for_selector(f"#you[data-seat='{n}']")
         tabs.append(tab)
     for tab in tabs:
         await tab.page.wait_for_selector("section.table[data-status=IN_PROGRESS]")
         await tab.page.wait_for_selector(f"{BOARD} > *")
-    await assert_accessible(creator, "the first table")
+    if audit:
+        await assert_accessible(creator, "the first table")
     await assert_words_only(creator)
     if shots:
         await shots("start", creator)
@@ -266,7 +269,8 @@ async def play_match(
             moves += 1
             await assert_words_only(tab)
             if moves == 6:
-                await assert_accessible(tab, "mid-match")
+                if audit:
+                    await assert_accessible(tab, "mid-match")
                 if shots:
                     await shots("middle", creator)
             break
@@ -275,7 +279,8 @@ async def play_match(
     for tab in tabs:
         await tab.page.wait_for_selector("#final")
         await assert_words_only(tab)
-    await assert_accessible(creator, "the final summary")
+    if audit:
+        await assert_accessible(creator, "the final summary")
     if shots:
         await shots("end", creator)
     for tab, before, own in zip(tabs, sent_before, made, strict=True):
