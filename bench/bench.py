@@ -32,8 +32,9 @@ import redis.asyncio as aioredis
 
 from bench import bench_workers, markdown
 from bench.baselines import CpuMeter, EchoFigures, echo_figures, median_of, relay_figures, running_echo
-from bench.bench_targets import NGINX, PLAY_MATCH, PYTHON_GATEWAY, row_name, target_rows
+from bench.bench_targets import NGINX, PLAY_MATCH, PYTHON_GATEWAY, WEB_PORT, row_name, target_rows
 from bench.environment import use_bench_environment
+from bench.web_client import WebGameClient, web_http
 from clients.bot import parse_options, play_match
 from clients.game_client import GameClient
 from deploy.launcher import System, running_system
@@ -69,14 +70,24 @@ async def game_load(
     one_stream: bool = False,
     players: int | None = None,
     turn_seconds: int = 0,
+    web: str | None = None,
 ) -> tuple[Load, float]:
     """``concurrency`` matches at a time for ``duration_s``, each of ``players`` seats (None:
-    drawn from the game's range, match by match), with turn clocks of ``turn_seconds``."""
+    drawn from the game's range, match by match), with turn clocks of ``turn_seconds``.
+    ``web`` ("HTTP/2" or "HTTP/1.1"): played as browsers do on the web port at ``target``
+    (a base URL), each match on a client of its own."""
     info = rules_module(game).GAME
     load = Load()
     until = time.monotonic() + duration_s
 
     async def worker(n: int, client: GameClient) -> None:
+        if web is not None:
+            async with web_http(web) as http:
+                await play_for(n, WebGameClient(http, target, game))
+        else:
+            await play_for(n, client)
+
+    async def play_for(n: int, client: GameClient) -> None:
         rng = random.Random(n)
         while time.monotonic() < until:
             seats = players or rng.randint(info.min_players, info.max_players)
@@ -102,7 +113,7 @@ async def game_load(
                 load.live.append(played.match_id)
             load.latencies_s += played.move_latencies_s
 
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with grpc.aio.insecure_channel("127.0.0.1:1" if web else target) as channel:
         client = GameClient(channel, game)
         started = time.perf_counter()
         await asyncio.gather(*(worker(n, client) for n in range(concurrency)))
@@ -199,6 +210,7 @@ async def measure(
     redis_url: str,
     args: argparse.Namespace,
     one_stream: bool,
+    web: str | None = None,
 ) -> Figures:
     options = parse_options([o.split(":", 1)[1] for o in args.option if o.startswith(f"{game}:")])
     duration = args.duration if game == args.game else args.others_duration
@@ -213,13 +225,14 @@ async def measure(
         one_stream,
         seats_of(game, args.players),
         args.turn_seconds,
+        web,
     )
     used = meter.stop()
     per_move = {role: seconds * 1000 / max(load.moves, 1) for role, seconds in used.items()}
     bytes_per_live_match, moves_per_live_match = await live_storage(redis_url, load.live)
     return Figures(
         game,
-        row_name(front, CLIENTS[one_stream]),
+        row_name(front, f"Connect {web}, {CLIENTS[False]}" if web else CLIENTS[one_stream]),
         len(load.matches),
         load.moves,
         load.moves / elapsed,
@@ -265,7 +278,13 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
     fronts.append((PYTHON_GATEWAY, system.python_gateway))
     echoes: list[EchoFigures] = []
     relays: list[EchoFigures] = []
-    rounds: dict[tuple[str, bool], list[Figures]] = {}
+    rounds: dict[str, list[Figures]] = {}
+    # (front, its address, PlayMatch, the browser's HTTP version on the web port or None)
+    configurations: list[tuple[str, str, bool, str | None]] = [
+        (f, t, one_stream, None) for f, t in fronts for one_stream in (False, True)
+    ]
+    if args.browser:
+        configurations += [(WEB_PORT, args.web_url, False, web) for web in ("HTTP/2", "HTTP/1.1")]
     # Rounds alternate the configurations, each next to an echo measured just before it:
     # on a shared machine a figure swings by a fifth from one minute to the next.
     for n in range(args.rounds):
@@ -277,17 +296,16 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
         echoes.append(await echo_figures(*echo, args.concurrency, args.echo_duration))
         print(f"relay baseline: {args.concurrency} stream pairs for {args.echo_duration:g} s ...", flush=True)
         relays.append(await relay_figures(*echo, args.concurrency, args.echo_duration))
-        for front, target in fronts:
-            for one_stream in (False, True):
-                print(
-                    f"{args.game} through {front} by {CLIENTS[one_stream]}: {args.concurrency} matches"
-                    f" for {args.duration:g} s ...",
-                    flush=True,
-                )
-                roles = server_roles(system, store_pid, games, args.game, args.replicas)
-                figures = await measure(args.game, front, target, roles, system.redis_url, args, one_stream)
-                figures.echo_ms = echoes[-1].cpu_ms_per_call
-                rounds.setdefault((front, one_stream), []).append(figures)
+        for front, target, one_stream, web in configurations:
+            print(
+                f"{args.game} through {front} by {web or ''} {CLIENTS[one_stream]}: {args.concurrency}"
+                f" matches for {args.duration:g} s ...",
+                flush=True,
+            )
+            roles = server_roles(system, store_pid, games, args.game, args.replicas)
+            figures = await measure(args.game, front, target, roles, system.redis_url, args, one_stream, web)
+            figures.echo_ms = echoes[-1].cpu_ms_per_call
+            rounds.setdefault(figures.front, []).append(figures)
     results = [median_round(each) for each in rounds.values()]
     echo_figures_, relay = median_of(echoes), median_of(relays)
     others_front, others_target = fronts[0]
@@ -399,6 +417,12 @@ def main() -> None:
     )
     parser.add_argument("--no-nginx", action="store_true", help="the Python gateway only")
     parser.add_argument(
+        "--no-browser",
+        dest="browser",
+        action="store_false",
+        help="skip the rows of the gateway's web port (Connect, binary, over HTTP/2 and HTTP/1.1)",
+    )
+    parser.add_argument(
         "--turn-seconds",
         type=int,
         default=0,
@@ -420,11 +444,13 @@ def main() -> None:
     unknown = set(args.all_games) - set(GAME_PACKAGES)
     if unknown:
         parser.error(f"unknown games: {', '.join(sorted(unknown))}")
-    use_bench_environment()
     nginx = not args.no_nginx and nginx_executable() is not None
     if not nginx and not args.no_nginx:
         print("nginx is not installed: the Python gateway only", file=sys.stderr)
     listen = f"127.0.0.1:{free_port()}"
+    web_listen = f"127.0.0.1:{free_port()}"
+    args.web_url = f"http://{web_listen}"
+    use_bench_environment(MOGAMES_WEB_LISTEN=web_listen if args.browser else "")
     with (
         running_system(args.all_games, args.replicas, gateway_listen=listen, nginx_front=nginx) as system,
         running_echo() as echo,

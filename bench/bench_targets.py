@@ -25,6 +25,8 @@ OTHER_GAMES_MAX_FACTOR = 2.0
 NGINX = "nginx"
 PYTHON_GATEWAY = "python gateway"
 PLAY_MATCH = "PlayMatch"
+# The Python gateway's web port, as browsers call it.
+WEB_PORT = "python gateway web port"
 
 
 def row_name(front: str, client: str) -> str:
