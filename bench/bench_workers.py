@@ -149,7 +149,8 @@ async def measure(redis_url: str, notices_per_s: int, duration_s: float, matches
     secret = secrets.token_urlsafe(24)
     port = free_port()
     base = {"MOGAMES_REDIS_URL": redis_url, "MOGAMES_LOG_LEVEL": "warning", "MOGAMES_WEBHOOK_SECRET": secret}
-    sink_args = ["-m", "hypercorn", "bench.webhook_sink:app", "-b", f"127.0.0.1:{port}"]
+    sink_args = ["-m", "granian", "--interface", "asgi", "--host", "127.0.0.1", "--port", str(port)]
+    sink_args.append("bench.webhook_sink:app")
     notifier_env = {**base, "MOGAMES_WEBHOOK_URL": f"http://127.0.0.1:{port}/hook"}
     client = aioredis.Redis.from_url(redis_url)
     try:

@@ -1,5 +1,5 @@
 """The webhook receiver of the workers' bench (bench/bench_workers.py), its own process:
-``python -m hypercorn bench.webhook_sink:app``. It checks each call's signature, keeps
+``python -m granian --interface asgi bench.webhook_sink:app``. It checks each call's signature, keeps
 when it came and the commit time its body names, and answers those at ``GET /figures``."""
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """The gateway's web port: Connect (JSON and binary) and gRPC-Web for browsers, and the page.
 
-Served by hypercorn (HTTP/1.1 and HTTP/2; HTTPS with the native port's certificate when the
-gateway has one) inside the gateway process, on its event loop. Game RPCs go straight to
-the same replica pools as native gRPC; the lobby and health, which the gateway answers
-itself, go to the gateway's own gRPC server, so that they behave exactly as for native
-clients (interceptors, FindMatch's wait) without a second implementation. The gateway
+Served by granian (HTTP/1.1 and HTTP/2, cleartext or HTTPS with the native port's certificate
+when the gateway has one; the framing done natively, in Rust) inside the gateway process, on
+its event loop. Game RPCs go straight to the same replica pools as native gRPC; the lobby
+and health, which the gateway answers itself, go to the gateway's own gRPC server, so that
+they behave exactly as for native clients (interceptors, FindMatch's wait) without a second
+implementation. The gateway
 process reaches it over a private Unix socket (``own_listener``), whatever its public port
 speaks (TLS there is for the network, not for this hop); without one (a gateway built
 in-process by a test) over its plaintext port on loopback. Any other path is a file of the
@@ -14,6 +15,7 @@ built page (``make web``).
 from __future__ import annotations
 
 import asyncio
+import gzip
 import shutil
 import socket
 import tempfile
@@ -26,9 +28,12 @@ import structlog
 from connectrpc.compat import google_protobuf_codecs
 from connectrpc.server import ConnectASGIApplication
 from google.protobuf import descriptor_pool
+from granian.constants import HTTPModes, Interfaces, SSLProtocols
+from granian.http import HTTP2Settings
+from granian.log import LogLevels
+from granian.net import SocketHolder
+from granian.server.embed import Server as EmbeddedGranian
 from grpc_health.v1 import health_pb2
-from hypercorn.asyncio import serve
-from hypercorn.config import Config
 from mogames.lobby.v1 import lobby_pb2
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
@@ -43,6 +48,10 @@ from services.runtime.settings import GatewaySettings, InputLimits
 from services.runtime.tasks import cancel_until_done
 
 log = structlog.get_logger("web")
+# How often an HTTP/2 connection is pinged, and how long its answer may take: a browser
+# that vanished without closing its connection is let go after this.
+_H2_PING_S = 20
+_MAX_CALLS = 100_000
 
 # What a browser may send and read across origins (the two web protocols' headers).
 _ALLOWED_HEADERS = [
@@ -56,6 +65,10 @@ _ALLOWED_HEADERS = [
     "x-user-agent",
 ]
 _EXPOSED_HEADERS = ["grpc-status", "grpc-message", "grpc-status-details-bin"]
+# An answer smaller than this goes uncompressed, whatever the browser accepts: gzip would
+# cost more CPU than the bytes it saves (every browser sends Accept-Encoding: gzip).
+GZIP_MIN_BYTES = 1024
+_BODY_HEADERS = (b"content-encoding", b"content-length")
 _NOT_BUILT = "The web page is not built here: run `make web` (or `make run`), then reload.\n"
 
 
@@ -63,6 +76,40 @@ class _Forwarder(ConnectASGIApplication[None]):
     """Every forwarded RPC in one application (connectrpc routes on the full path)."""
 
     path = "/"
+
+
+class _GzipLarge:
+    """Unary answers gzipped only from GZIP_MIN_BYTES on (connectrpc gzips every answer to
+    a client that accepts it, whatever its size). Streams are not concerned: their
+    compression is asked by headers of their own, which browsers do not send."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = scope.get("headers", ())
+        if not any(key == b"accept-encoding" and b"gzip" in value for key, value in headers):
+            await self.app(scope, receive, send)
+            return
+        scope = {**scope, "headers": [(k, v) for k, v in headers if k != b"accept-encoding"]}
+        start: dict[str, Any] | None = None
+
+        async def gzip_large(message: dict[str, Any]) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            if start is not None:
+                body = message.get("body", b"")
+                if not message.get("more_body") and len(body) >= GZIP_MIN_BYTES:
+                    kept = [(k, v) for k, v in start["headers"] if k not in _BODY_HEADERS]
+                    start = {**start, "headers": [*kept, (b"content-encoding", b"gzip")]}
+                    message = {**message, "body": gzip.compress(body, compresslevel=6)}
+                await send(start)
+                start = None
+            await send(message)
+
+        await self.app(scope, receive, gzip_large)
 
 
 def _rpc_endpoints(
@@ -89,7 +136,7 @@ def web_app(
 ) -> Any:
     """The ASGI application of the web port."""
     routes = _rpc_endpoints(pools, gateway, limits or InputLimits())
-    rpc = _Forwarder(service=None, endpoints=lambda _: routes, codecs=google_protobuf_codecs())
+    rpc = _GzipLarge(_Forwarder(service=None, endpoints=lambda _: routes, codecs=google_protobuf_codecs()))
     # Inside a Starlette app, whose error handling turns a missing file into a 404 answer.
     page: Any = (
         Starlette(routes=[Mount("/", app=StaticFiles(directory=root, html=True))])
@@ -120,6 +167,9 @@ def _bound_socket(listen: str) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # Each message of a watch goes out at once (no Nagle delay waiting for the browser's
+    # ACK); the connections accepted inherit it.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind((host, int(port)))
     sock.listen(1024)
     sock.setblocking(False)
@@ -142,11 +192,50 @@ def own_listener(server: grpc.aio.Server) -> str:
     return target
 
 
+class _Calls:
+    """The web port's calls in flight, to give them the grace at shutdown, then cut them."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.running: set[asyncio.Task[Any]] = set()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self.running.add(task)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.running.discard(task)
+
+    async def finish(self, grace_s: float) -> None:
+        """Let the calls in flight end within ``grace_s``; cut those that do not."""
+        if self.running:
+            await asyncio.wait(list(self.running), timeout=grace_s)
+        await cancel_until_done(list(self.running))
+
+
+class _Granian(EmbeddedGranian):
+    """granian (HTTP/1.1 and HTTP/2 framed natively, in Rust), serving on this event loop,
+    on a socket bound here: port 0 (tests) is known before serving starts."""
+
+    def __init__(self, sock: socket.socket, app: Any, **options: Any) -> None:
+        host, port = sock.getsockname()[:2]
+        super().__init__(app, address=host, port=port, **options)
+        self._bound = sock.detach()  # granian's from here: it closes it
+
+    def _init_shared_socket(self) -> None:
+        # granian binds a socket of its own from address and port; serve the one bound here.
+        # (granian's stub gives SocketHolder no arguments; it takes the fd, uds and backlog.)
+        self._ssp, self._shd = None, SocketHolder(self._bound, False, 1024)  # type: ignore[call-arg,assignment]
+
+
 @dataclass
 class WebServer:
     port: int
     grace_s: float
-    _stop: asyncio.Event
+    _server: _Granian
+    _calls: _Calls
     _task: asyncio.Task[None]
     _gateway: grpc.aio.Channel
     # The private folder of the gateway's own listener, removed at the end.
@@ -154,9 +243,10 @@ class WebServer:
 
     async def stop(self) -> None:
         """Stop taking requests; calls in flight get the grace period, then are cut."""
-        self._stop.set()
-        await asyncio.wait([self._task], timeout=self.grace_s + 2)
-        await cancel_until_done([self._task])  # cut what outlives the grace
+        self._server.stop()
+        await self._calls.finish(self.grace_s)
+        await asyncio.wait([self._task], timeout=2)
+        await cancel_until_done([self._task])
         if not self._task.cancelled() and self._task.exception() is not None:
             log.warning("web_port_stopped_with_error", error=repr(self._task.exception()))
         await self._gateway.close()
@@ -189,18 +279,29 @@ async def start_web(
     gateway = grpc.aio.insecure_channel(own_target or _loopback(settings.listen, gateway_port))
     app = web_app(pools, gateway, settings.web_origins, Path(settings.web_root), settings.limits)
     port = int(sock.getsockname()[1])
-    config = Config()
-    config.bind = [f"fd://{sock.detach()}"]
-    config.graceful_timeout = settings.shutdown_grace_s
-    config.accesslog = None
-    if settings.tls_cert:
+    calls = _Calls(app)
+    server = _Granian(
+        sock,
+        calls,
+        interface=Interfaces.ASGINL,
+        http=HTTPModes.auto,
+        websockets=False,
+        # Requests in flight before granian stops reading more: every watch is one for as
+        # long as its browser stays, so only memory bounds them (the service's limits apply).
+        backlog=1024,
+        backpressure=_MAX_CALLS,
+        # Its errors only: a warning says at each start that embedding it is new in granian.
+        log_level=LogLevels.error,
         # The native port's certificate: a browser's bearer token never crosses the network
         # in clear either (HTTPS, HTTP/2 by ALPN or HTTP/1.1).
-        config.certfile, config.keyfile = settings.tls_cert, settings.tls_key
-    # A watch is quiet between moves: heartbeats keep it alive, not a short idle timeout.
-    config.keep_alive_timeout = 75
-    stop = asyncio.Event()
-    task = asyncio.create_task(serve(app, config, shutdown_trigger=stop.wait))  # type: ignore[arg-type]
+        ssl_cert=Path(settings.tls_cert) if settings.tls_cert else None,
+        ssl_key=Path(settings.tls_key) if settings.tls_key else None,
+        ssl_protocol_min=SSLProtocols.tls12,
+        # A watch is quiet between moves: the service's heartbeats keep it alive. HTTP/2
+        # pings find a browser that vanished without closing its connection.
+        http2_settings=HTTP2Settings(keep_alive_interval=_H2_PING_S * 1000, keep_alive_timeout=_H2_PING_S),
+    )
+    task = asyncio.create_task(server.serve())
     log.info(
         "web",
         port=port,
@@ -208,4 +309,4 @@ async def start_web(
         origins=list(settings.web_origins),
         root=settings.web_root,
     )
-    return WebServer(port, settings.shutdown_grace_s, stop, task, gateway, own_folder)
+    return WebServer(port, settings.shutdown_grace_s, server, calls, task, gateway, own_folder)

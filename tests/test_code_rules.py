@@ -134,7 +134,7 @@ def test_no_platform_module_is_over_500_lines() -> None:
 
 
 # The dependencies whose private names the code could reach, as installed.
-DEPENDENCIES = ("redis", "grpc", "msgspec", "structlog", "prometheus_client", "google.protobuf", "hypercorn")
+DEPENDENCIES = ("redis", "grpc", "msgspec", "structlog", "prometheus_client", "google.protobuf", "granian")
 # The project's own private attributes that some dependency also uses privately, read on an
 # object other than ``self``: each checked by hand to be the project's.
 OWN_ALSO_IN_DEPENDENCIES = {"_executor"}  # services/runtime/bot_pool.py's pool

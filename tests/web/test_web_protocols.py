@@ -18,6 +18,7 @@ from mogames.common.v1 import common_pb2
 from mogames.happymochi.v1 import happymochi_pb2
 from mogames.lobby.v1 import lobby_pb2
 
+from gateway.web import GZIP_MIN_BYTES, _GzipLarge
 from services.runtime import keys
 from tests.web.conftest import ALLOWED_ORIGIN, WebStack
 from tests.web.wire import PROTOCOLS, WebClient, WireError
@@ -267,3 +268,37 @@ async def test_the_page_has_an_icon(web_stack: WebStack) -> None:
     assert icon.status_code == 200
     # An ICO file: reserved 0, type 1 (icon), at least one image.
     assert icon.content[:4] == b"\x00\x00\x01\x00" and icon.content[4] >= 1
+
+
+async def test_small_answers_go_uncompressed(web_stack: WebStack) -> None:
+    async with httpx.AsyncClient(timeout=20) as http:
+        client = WebClient(http, web_stack.url, "connect-proto")
+        match_id, _tokens = await started_match(client)
+        reply = await http.post(
+            f"{web_stack.url}{SERVICE}/GetMatch",
+            content=common_pb2.GetMatchRequest(match_id=match_id).SerializeToString(),
+            headers={"content-type": "application/proto", "accept-encoding": "gzip"},
+        )
+    assert reply.status_code == 200
+    assert len(reply.content) < GZIP_MIN_BYTES
+    assert reply.headers.get("content-encoding", "identity") == "identity"
+    assert common_pb2.Match.FromString(reply.content).match_id == match_id
+
+
+async def test_large_answers_are_gzipped_for_browsers_that_accept_it() -> None:
+    large, small = b"x" * GZIP_MIN_BYTES, b"x" * (GZIP_MIN_BYTES - 1)
+
+    async def answer(scope: Any, receive: Any, send: Any) -> None:
+        accepted = dict(scope["headers"]).get(b"accept-encoding", b"")
+        assert b"gzip" not in accepted, "the server would gzip it whatever its size"
+        headers = [(b"content-encoding", b"identity")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        body = large if scope["path"] == "/large" else small
+        await send({"type": "http.response.body", "body": body, "more_body": False})
+
+    transport = httpx.ASGITransport(app=_GzipLarge(answer))
+    async with httpx.AsyncClient(transport=transport, base_url="http://web") as http:
+        gzipped = await http.post("/large", headers={"accept-encoding": "gzip"})
+        plain = await http.post("/small", headers={"accept-encoding": "gzip"})
+    assert gzipped.headers["content-encoding"] == "gzip" and gzipped.content == large
+    assert plain.headers["content-encoding"] == "identity" and plain.content == small
