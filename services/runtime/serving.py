@@ -90,13 +90,18 @@ def _bind_error(listen: str) -> str | None:
 
 
 def new_server(
-    limits: InputLimits, budgets: ClientBudgets | None = None, connection_age_s: int = 300
+    limits: InputLimits, budgets: ClientBudgets | None = None, connection_age_s: int = 0
 ) -> grpc.aio.Server:
     """A server with the keepalive policy, the input limits and the shared interceptor.
 
     Clients are asked to reconnect after ``connection_age_s`` (GOAWAY; calls in flight get
-    as long again to finish), so a balancer spreads them over replicas started since."""
+    as long again to finish), so a balancer spreads them over replicas started since;
+    0: never (a service, whose clients are gateways: settings.ServiceSettings)."""
     interceptor = ContextInterceptor(limits, budgets)
+    aging = [
+        ("grpc.max_connection_age_ms", connection_age_s * 1000),
+        ("grpc.max_connection_age_grace_ms", connection_age_s * 1000),
+    ]
     server = grpc.aio.server(
         interceptors=[interceptor],
         options=[
@@ -104,8 +109,7 @@ def new_server(
             ("grpc.max_receive_message_length", limits.max_message_bytes),
             *KEEPALIVE_OPTIONS,
             *PENDING_CALL_OPTIONS,
-            ("grpc.max_connection_age_ms", connection_age_s * 1000),
-            ("grpc.max_connection_age_grace_ms", connection_age_s * 1000),
+            *(aging if connection_age_s else []),
         ],
     )
     _OPEN_STREAMS[server] = interceptor.streams

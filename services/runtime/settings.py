@@ -215,8 +215,12 @@ class ServiceSettings:
     # Matches one signed-in player may hold seats in while they wait or play (0 = no cap).
     max_matches_per_player: int = 0
     metrics_listen: str = ""
-    # Seconds before a client is asked to reconnect (services.runtime.serving.new_server).
-    max_connection_age_s: int = 300
+    # Seconds before a client is asked to reconnect (services.runtime.serving.new_server);
+    # 0, never. A service's clients are gateways, each holding one connection per replica
+    # and following the replicas by itself (gateway.discovery): aging that connection would
+    # cut every stream behind it at the same moment, and they would all reconnect at once.
+    # MOGAMES_MAX_CONNECTION_AGE_S is the gateway's, for its own clients.
+    max_connection_age_s: int = 0
     # GetView / WatchMatch without a token (the public view and events); a match can also
     # refuse them itself (TableOptions.no_spectators).
     spectators: bool = True
@@ -265,7 +269,6 @@ class ServiceSettings:
             max_waiting_per_client=_int("MOGAMES_MAX_WAITING_PER_CLIENT", 10),
             max_matches_per_player=_int("MOGAMES_MAX_MATCHES_PER_PLAYER", 100),
             metrics_listen=_metrics_listen(),
-            max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             spectators=_bool("MOGAMES_SPECTATORS", True),
             heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 30, minimum=1),
             redis_wait_s=_int("MOGAMES_REDIS_WAIT_S", 30),
@@ -450,7 +453,8 @@ class PlayersSettings:
     heartbeat_s: float = 30.0
     limits: InputLimits = field(default_factory=lambda: InputLimits())
     metrics_listen: str = ""
-    max_connection_age_s: int = 300
+    # As ServiceSettings.max_connection_age_s (never: its clients are gateways).
+    max_connection_age_s: int = 0
     # As ServiceSettings.redis_wait_s.
     redis_wait_s: int = 30
 
@@ -473,6 +477,5 @@ class PlayersSettings:
             heartbeat_s=_int("MOGAMES_HEARTBEAT_S", 30, minimum=1),
             limits=InputLimits.from_env(),
             metrics_listen=_metrics_listen(),
-            max_connection_age_s=_int("MOGAMES_MAX_CONNECTION_AGE_S", 300, minimum=1),
             redis_wait_s=_int("MOGAMES_REDIS_WAIT_S", 30),
         )
