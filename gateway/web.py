@@ -25,7 +25,6 @@ from typing import Any
 
 import grpc
 import structlog
-from connectrpc.compat import google_protobuf_codecs
 from connectrpc.server import ConnectASGIApplication
 from google.protobuf import descriptor_pool
 from granian.constants import HTTPModes, Interfaces, SSLProtocols
@@ -42,7 +41,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from gateway.backends import ReplicaPool
-from gateway.web_rpc import endpoints
+from gateway.web_rpc import CODECS, endpoints
 from services.runtime.serving import StartupError
 from services.runtime.settings import GatewaySettings, InputLimits
 from services.runtime.tasks import cancel_until_done
@@ -136,7 +135,7 @@ def web_app(
 ) -> Any:
     """The ASGI application of the web port."""
     routes = _rpc_endpoints(pools, gateway, limits or InputLimits())
-    rpc = _GzipLarge(_Forwarder(service=None, endpoints=lambda _: routes, codecs=google_protobuf_codecs()))
+    rpc = _GzipLarge(_Forwarder(service=None, endpoints=lambda _: routes, codecs=CODECS))
     # Inside a Starlette app, whose error handling turns a missing file into a 404 answer.
     page: Any = (
         Starlette(routes=[Mount("/", app=StaticFiles(directory=root, html=True))])

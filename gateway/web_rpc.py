@@ -16,11 +16,12 @@ from typing import Any
 
 import grpc
 from connectrpc.code import Code
+from connectrpc.codec import Codec
 from connectrpc.errors import ConnectError, ErrorDetail
 from connectrpc.method import IdempotencyLevel, MethodInfo, StreamType
 from connectrpc.request import RequestContext
 from connectrpc.server import Endpoint
-from google.protobuf import descriptor, descriptor_pb2, message_factory
+from google.protobuf import descriptor, descriptor_pb2, json_format, message_factory
 from google.rpc import status_pb2
 from protobuf.wkt import Any as AnyDetail
 
@@ -58,6 +59,52 @@ _IDEMPOTENCY = {
     descriptor_pb2.MethodOptions.NO_SIDE_EFFECTS: IdempotencyLevel.NO_SIDE_EFFECTS,
     descriptor_pb2.MethodOptions.IDEMPOTENT: IdempotencyLevel.IDEMPOTENT,
 }
+
+
+class Raw:
+    """One message as its protobuf bytes, forwarded as they came: a binary call's bytes go
+    from the browser's stream to the replica's and back without being parsed or written
+    again; only JSON is translated (``CODECS``). Each method has its own subclasses, which
+    name the message they carry."""
+
+    __slots__ = ("data",)
+    message_class: Any
+
+    def __init__(self, data: bytes | bytearray) -> None:
+        self.data = bytes(data)
+
+
+def _raw_class(message_class: Any) -> type[Raw]:
+    return type(f"Raw{message_class.__name__}", (Raw,), {"__slots__": (), "message_class": message_class})
+
+
+class _RawBinaryCodec(Codec[Raw, Raw]):
+    def name(self) -> str:
+        return "proto"
+
+    def encode(self, message: Raw) -> bytes:
+        return message.data
+
+    def decode(self, data: bytes | bytearray, message_class: type[Raw]) -> Raw:
+        return message_class(data)
+
+
+class _RawJSONCodec(Codec[Raw, Raw]):
+    """Connect's JSON (the protobuf JSON mapping), read into and written from the bytes."""
+
+    def name(self) -> str:
+        return "json"
+
+    def encode(self, message: Raw) -> bytes:
+        return json_format.MessageToJson(message.message_class.FromString(message.data)).encode()
+
+    def decode(self, data: bytes | bytearray, message_class: type[Raw]) -> Raw:
+        parsed = json_format.Parse(bytes(data), message_class.message_class(), ignore_unknown_fields=True)
+        return message_class(parsed.SerializeToString())
+
+
+# The web port's codecs, for the messages of ``endpoints``.
+CODECS: list[Codec[Any, Any]] = [_RawBinaryCodec(), _RawJSONCodec()]
 
 
 def _metadata(ctx: RequestContext[Any, Any], limits: InputLimits) -> tuple[tuple[str, str | bytes], ...]:
@@ -98,11 +145,9 @@ def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
     return ConnectError(code, error.details() or "", details)
 
 
-def _unary(path: str, pick: ChannelPicker, output: Any, limits: InputLimits) -> Any:
-    async def forward(request: Any, ctx: RequestContext[Any, Any]) -> Any:
-        call = pick().unary_unary(
-            path, request_serializer=_serialize, response_deserializer=output.FromString
-        )(
+def _unary(path: str, pick: ChannelPicker, output: type[Raw], limits: InputLimits) -> Any:
+    async def forward(request: Raw, ctx: RequestContext[Any, Any]) -> Raw:
+        call = pick().unary_unary(path, request_serializer=_serialize, response_deserializer=output)(
             request,
             metadata=_metadata(ctx, limits),
             timeout=_timeout_s(ctx, DEFAULT_UNARY_TIMEOUT_S),
@@ -119,11 +164,11 @@ def _unary(path: str, pick: ChannelPicker, output: Any, limits: InputLimits) -> 
     return forward
 
 
-def _server_stream(path: str, pick: ChannelPicker, output: Any, limits: InputLimits) -> Any:
-    async def forward(request: Any, ctx: RequestContext[Any, Any]) -> AsyncIterator[Any]:
-        call = pick().unary_stream(
-            path, request_serializer=_serialize, response_deserializer=output.FromString
-        )(request, metadata=_metadata(ctx, limits), timeout=_timeout_s(ctx, None), wait_for_ready=True)
+def _server_stream(path: str, pick: ChannelPicker, output: type[Raw], limits: InputLimits) -> Any:
+    async def forward(request: Raw, ctx: RequestContext[Any, Any]) -> AsyncIterator[Raw]:
+        call = pick().unary_stream(path, request_serializer=_serialize, response_deserializer=output)(
+            request, metadata=_metadata(ctx, limits), timeout=_timeout_s(ctx, None), wait_for_ready=True
+        )
         first = True
         try:
             async for response in call:
@@ -143,23 +188,24 @@ def _server_stream(path: str, pick: ChannelPicker, output: Any, limits: InputLim
     return forward
 
 
-def _serialize(message: Any) -> bytes:
-    return message.SerializeToString()  # type: ignore[no-any-return]
+def _serialize(message: Raw) -> bytes:
+    return message.data
 
 
 def endpoints(
     service: descriptor.ServiceDescriptor, pick: ChannelPicker, limits: InputLimits | None = None
 ) -> Mapping[str, Endpoint[Any, Any]]:
     """``/<package>.<Service>/<Method>`` -> an endpoint forwarding it, for every unary and
-    server-streaming method of ``service``. PlayMatch (bidirectional) is not offered to
-    browsers, whose fetch cannot stream a request: they play by WatchMatch and SubmitMove."""
+    server-streaming method of ``service``, its messages ``Raw`` (served with ``CODECS``).
+    PlayMatch (bidirectional) is not offered to browsers, whose fetch cannot stream a
+    request: they play by WatchMatch and SubmitMove."""
     built: dict[str, Endpoint[Any, Any]] = {}
     limits = limits or InputLimits()
     for method in service.methods:
         if method.client_streaming:
             continue
-        input_class = message_factory.GetMessageClass(method.input_type)
-        output_class = message_factory.GetMessageClass(method.output_type)
+        input_class = _raw_class(message_factory.GetMessageClass(method.input_type))
+        output_class = _raw_class(message_factory.GetMessageClass(method.output_type))
         info: MethodInfo[Any, Any] = MethodInfo(
             name=method.name,
             service_name=service.full_name,
