@@ -32,7 +32,7 @@ import redis.asyncio as aioredis
 
 from bench import bench_workers, markdown
 from bench.baselines import CpuMeter, EchoFigures, echo_figures, median_of, relay_figures, running_echo
-from bench.bench_targets import NGINX, PLAY_MATCH, PYTHON_GATEWAY, WEB_PORT, row_name, target_rows
+from bench.bench_targets import NGINX, PLAY_MATCH, PROMPTS, PYTHON_GATEWAY, WEB_PORT, row_name, target_rows
 from bench.environment import use_bench_environment
 from bench.web_client import WebGameClient, web_http
 from clients.bot import parse_options, play_match
@@ -188,7 +188,7 @@ async def live_storage(redis_url: str, match_ids: list[str]) -> tuple[float, flo
 
 
 # How the bench's clients play: a WatchMatch and a SubmitMove per prompt, or one PlayMatch.
-CLIENTS = {False: "prompts + SubmitMove", True: PLAY_MATCH}
+CLIENTS = {False: PROMPTS, True: PLAY_MATCH}
 
 
 def seats_of(game: str, players: str) -> int | None:

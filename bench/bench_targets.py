@@ -27,6 +27,10 @@ PYTHON_GATEWAY = "python gateway"
 PLAY_MATCH = "PlayMatch"
 # The Python gateway's web port, as browsers call it.
 WEB_PORT = "python gateway web port"
+PROMPTS = "prompts + SubmitMove"
+PYTHON_PROMPTS = f"{PYTHON_GATEWAY}, {PROMPTS}"
+# A browser's move costs the server no more than the same move by a native client.
+BROWSER_MAX_FACTOR = 1.0
 
 
 def row_name(front: str, client: str) -> str:
@@ -48,6 +52,33 @@ class Row(Protocol):
     bytes_per_live_match: float
 
     def ratio(self, echo_ms: float) -> float: ...
+
+
+def _browser_rows(mine: dict[str, Row], echo_ms: float, game: str) -> list[list[str]]:
+    """The web port's rows against the native way of playing the same (a watch and a move
+    per call, through the Python gateway): its server CPU per move, and p99."""
+    native = mine.get(PYTHON_PROMPTS)
+    rows = []
+    for front, row in mine.items():
+        if not front.startswith(WEB_PORT):
+            continue
+        if native is not None:
+            factor = row.ratio(echo_ms) / native.ratio(echo_ms)
+            rows.append(
+                [
+                    f"{game} through {front}: ≤ {BROWSER_MAX_FACTOR:g}× {PYTHON_PROMPTS}",
+                    f"{factor:.2f}×",
+                    _met(factor <= BROWSER_MAX_FACTOR),
+                ]
+            )
+        rows.append(
+            [
+                f"{game} through {front}: p99 < {P99_MAX_MS:g} ms",
+                f"{row.p99_ms:.1f} ms",
+                _met(row.p99_ms < P99_MAX_MS),
+            ]
+        )
+    return rows
 
 
 def _met(ok: bool) -> str:
@@ -102,6 +133,7 @@ def target_rows(results: Sequence[Row], echo_ms: float, game: str) -> list[list[
                 _met(factor <= OTHER_GAMES_MAX_FACTOR),
             ]
         )
+    rows += _browser_rows(mine, echo_ms, game)
     errors = sum(r.errors for r in results)
     rows.append(["no errors, every row", str(errors), _met(errors == 0)])
     return rows

@@ -139,6 +139,32 @@ def test_make_bench_holds_the_run_against_issue_15s_targets():
     }
 
 
+def test_the_browser_rows_are_held_against_the_same_moves_made_natively():
+    results = [
+        _row("happy_mochi", "python gateway, prompts + SubmitMove", 1.5),
+        _row(
+            "happy_mochi", "python gateway web port, Connect HTTP/2, prompts + SubmitMove", 1.2, p99_ms=40.0
+        ),
+        _row(
+            "happy_mochi", "python gateway web port, Connect HTTP/1.1, prompts + SubmitMove", 1.8, p99_ms=60.0
+        ),
+    ]
+    rows = {
+        target: (figure, met) for target, figure, met in targets.target_rows(results, 0.15, "happy_mochi")
+    }
+    web = "happy_mochi through python gateway web port, Connect"
+    assert rows[f"{web} HTTP/2, prompts + SubmitMove: ≤ 1× python gateway, prompts + SubmitMove"] == (
+        "0.80×",
+        "met",
+    )
+    assert rows[f"{web} HTTP/1.1, prompts + SubmitMove: ≤ 1× python gateway, prompts + SubmitMove"] == (
+        "1.20×",
+        "missed",
+    )
+    assert rows[f"{web} HTTP/2, prompts + SubmitMove: p99 < 50 ms"] == ("40.0 ms", "met")
+    assert rows[f"{web} HTTP/1.1, prompts + SubmitMove: p99 < 50 ms"] == ("60.0 ms", "missed")
+
+
 def test_a_round_is_held_against_its_own_echo_and_what_was_not_measured_is_not_judged():
     # The --game row measured next to an echo of 0.2 ms: 0.32 / 0.2 = 1.6 echo calls.
     row = bench.Figures(
