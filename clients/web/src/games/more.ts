@@ -7,7 +7,7 @@ import type { Json } from "../render.js";
 import { listWords } from "../words.js";
 import { choiceButton, LocalChoice, said } from "./choice.js";
 import { cardWords, describeMoreEvent } from "./more_words.js";
-import { backs, card, findMove, handZone, list, num, obj, pill, seatName, short, text, zone, type Obj } from "./parts.js";
+import { backs, card, findMove, handZone, type CardLook, list, num, obj, pill, seatName, short, text, zone, type Obj } from "./parts.js";
 import type { GameRenderer, LegalMove, TableContext } from "./types.js";
 import "./more.css";
 
@@ -28,6 +28,29 @@ const PHASES: Record<string, string> = {
 
 // The cards picked in the hand (by id), kept until they are played or leave the hand.
 const picked = new Set<number>();
+// The cards on the table (melds, the discard pile's top) at the last version drawn, and those
+// the last move put there: lit, so that a player sees what just happened.
+const lastMove = { version: "", onTable: new Set<number>(), fresh: new Set<number>() };
+
+function noteLastMove(v: Obj): void {
+  const version = String(v.version ?? "");
+  if (version === lastMove.version) return;
+  const pile = list(v.discardPile).map(obj);
+  const onTable = new Set([...list(v.melds).flatMap((m) => list(obj(m).cards).map((c) => num(obj(c).id))), ...pile.slice(-1).map((c) => num(c.id))]);
+  lastMove.fresh = lastMove.version ? new Set([...onTable].filter((id) => !lastMove.onTable.has(id))) : new Set();
+  lastMove.onTable = onTable;
+  lastMove.version = version;
+}
+
+/** A card on the table, lit when the last move put it there. */
+function tableCard(ctx: TableContext, c: Obj, cardLook: CardLook, move?: LegalMove): HTMLElement {
+  const element = card(ctx, cardLook, move);
+  if (lastMove.fresh.has(num(c.id))) {
+    element.classList.add("fresh");
+    said(element, "(just played)");
+  }
+  return element;
+}
 
 function suitOf(c: Obj): string {
   return short(c.suit, "SUIT_");
@@ -103,7 +126,7 @@ function meld(ctx: TableContext, m: Obj, pickedCard: Obj | undefined): HTMLEleme
   };
   const kind = short(m.kind, "MELD_KIND_") === "ace_set" ? "ace set" : `run of ${SUITS[suitOf(m)]?.[0] ?? ""}`;
   const facts = [kind, m.biriba ? (m.dirty ? "dirty biriba" : "pure biriba") : "", `${num(m.points)} points`].filter(Boolean).join(" · ");
-  const element = zone(facts, slot(true), ...list(m.cards).map((c) => card(ctx, look(obj(c)))), slot(false));
+  const element = zone(facts, slot(true), ...list(m.cards).map((c) => tableCard(ctx, obj(c), look(obj(c)))), slot(false));
   element.classList.add("meld");
   element.dataset.meld = String(index);
   return element;
@@ -129,10 +152,10 @@ function piles(ctx: TableContext, v: Obj, pickedCard: Obj | undefined): HTMLElem
     discardPile = ctx.moveButton(discardMove, [h("span", { class: "value" }, "⇓"), h("span", { class: "effect" }, "discard"), h("span", { class: "effect" }, look(pickedCard!).corner)], "card drop");
     said(discardPile, `the ${cardWords(pickedCard!)} and end your turn`);
   } else if (top) {
-    discardPile = card(ctx, { ...look(top), foot: takeMove ? `take all ${pile.length}` : "" }, takeMove);
+    discardPile = tableCard(ctx, top, { ...look(top), foot: takeMove ? `take all ${pile.length}` : "" }, takeMove);
     if (takeMove) said(discardPile, `: the whole discard pile, the ${cardWords(top)} on top`);
   } else {
-    discardPile = h("span", { class: "muted" }, "empty");
+    discardPile = h("span", { class: "pile-empty" }, "empty");
   }
   const more = (side: string, state: Json, size: Json) => pill(`${side}'s: ${short(state, "PILE_STATE_").replaceAll("_", " ")}${num(size) ? ` (${num(size)})` : ""}`);
   return h(
@@ -202,6 +225,7 @@ function roundSummary(ctx: TableContext, v: Obj): HTMLElement | null {
 
 function drawTable(ctx: TableContext): HTMLElement {
   const v = ctx.view;
+  noteLastMove(v);
   const hand = list(v.hand).map(obj).sort(byFace);
   const inHand = new Set(hand.map((c) => num(c.id)));
   const playing = ctx.moves.some((m) => "discard" in m.json);

@@ -38,10 +38,12 @@ function die(ctx: TableContext, d: Obj, kind?: string): HTMLElement {
 }
 
 function trick(ctx: TableContext, t: Obj, label: string): HTMLElement {
-  const plays = list(t.plays).map((p) => {
+  const plays = list(t.plays).map((p, index, all) => {
     const play = obj(p);
     const item = play.card ? card(ctx, cardLook(obj(play.card))) : die(ctx, obj(play.die));
-    return h("div", { class: "play" }, item, h("div", { class: "who" }, seatName(ctx, num(play.seat))));
+    // The trick's latest play is lit: what just happened.
+    const latest = !t.complete && index === all.length - 1;
+    return h("div", { class: `play${latest ? " fresh" : ""}` }, item, h("div", { class: "who" }, seatName(ctx, num(play.seat)), latest ? " (just played)" : ""));
   });
   const facts = [
     pill(`trick ${num(t.number)}`),

@@ -6,9 +6,9 @@
 import { h } from "../dom.js";
 import { listWords } from "../words.js";
 import { choiceButton, LocalChoice } from "./choice.js";
-import { findMove, list, num, obj, pill, seatName, short, zone } from "./parts.js";
+import { findMove, list, num, obj, pill, seatName, short, zone, type Obj } from "./parts.js";
 import { cityLetters, describeMorisiEvent, tileWords } from "./morisi_words.js";
-import { hexMap, SEAT_COLOURS, SEAT_COLOUR_NAMES, TERRAIN, type TileMark } from "./morisi_map.js";
+import { hexMap, stickKey, SEAT_COLOURS, SEAT_COLOUR_NAMES, TERRAIN, type TileMark } from "./morisi_map.js";
 import type { GameRenderer, LegalMove, TableContext } from "./types.js";
 import "./morisi.css";
 
@@ -76,6 +76,29 @@ function tileMarks(ctx: TableContext, letters: Map<number, string>): Map<number,
     }
   }
   return marks;
+}
+
+// The sticks and pawns at the last version drawn, and what the last move changed: lit on
+// the map, so that a player sees what just happened.
+const lastMove = { version: "", sticks: new Set<string>(), pawns: new Map<number, number>(), fresh: { tiles: new Set<number>(), sticks: new Set<string>() } };
+
+function noteLastMove(v: Obj): void {
+  const version = String(v.version ?? "");
+  if (version === lastMove.version) return;
+  const turnSeat = num(v.turnSeat);
+  const sticks = new Set([
+    ...list(v.sticks).map(obj).map((s) => stickKey(num(s.seat), num(s.a), num(s.b))),
+    ...list(v.pending).map(obj).map((p) => stickKey(turnSeat, num(p.anchor), num(p.paid))),
+  ]);
+  const pawns = new Map(list(v.players).map(obj).filter((p) => p.pawnPlaced).map((p) => [num(p.seat), num(p.pawnTile)]));
+  const known = lastMove.version !== "";
+  lastMove.fresh = {
+    tiles: new Set(known ? [...pawns].filter(([seat, tile]) => lastMove.pawns.get(seat) !== tile).map(([, tile]) => tile) : []),
+    sticks: new Set(known ? [...sticks].filter((key) => !lastMove.sticks.has(key)) : []),
+  };
+  lastMove.sticks = sticks;
+  lastMove.pawns = pawns;
+  lastMove.version = version;
 }
 
 /** Lays the stick dragged from one tile to a neighbour, when the rules allow it. */
@@ -172,10 +195,11 @@ function drawTable(ctx: TableContext): HTMLElement {
     local.version = version;
     local.confirmEnd = false;
   }
+  noteLastMove(v);
   const letters = cityLetters(v);
   const phase = short(v.phase, "PHASE_");
   const mine = list(v.myBlocks);
-  const map = h("div", { class: "board-map", "data-scroll": "map", tabindex: 0, role: "group", "aria-label": "the map" }, hexMap({ view: v, letters, marks: tileMarks(ctx, letters), onDrag: (from, to) => dragStick(ctx, from, to) }));
+  const map = h("div", { class: "board-map", "data-scroll": "map", tabindex: 0, role: "group", "aria-label": "the map" }, hexMap({ view: v, letters, marks: tileMarks(ctx, letters), onDrag: (from, to) => dragStick(ctx, from, to), fresh: lastMove.fresh }));
   return h(
     "div",
     { class: "morisi" },

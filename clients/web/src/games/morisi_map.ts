@@ -38,7 +38,11 @@ export interface MapInput {
   marks: Map<number, TileMark>;
   // A stick dragged from one tile to another: laid if that is a legal move.
   onDrag: (from: number, to: number) => boolean;
+  // What the last move changed: the tile a pawn went to, the sticks laid ("seat:a:b").
+  fresh: { tiles: Set<number>; sticks: Set<string> };
 }
+
+export const stickKey = (seat: number, a: number, b: number) => `${seat}:${Math.min(a, b)}:${Math.max(a, b)}`;
 
 function centre(tile: Obj): [number, number] {
   const q = num(tile.q);
@@ -128,6 +132,7 @@ export function hexMap(input: MapInput): SVGElement {
     } else if (num(tile.blocks)) {
       labels.push(text(x, y + 19, "▪".repeat(num(tile.blocks)), { "font-size": 12 }));
     }
+    if (input.fresh.tiles.has(index)) labels.push(svg("polygon", { points: hexPoints(x, y, SIZE - 5), fill: "none", stroke: "#7fdcff", "stroke-width": 3, "pointer-events": "none" }));
     if (mark?.note) labels.push(text(x, y + 5, mark.note, { "font-size": 12, "font-weight": 700, class: "maptext note" }));
   }
   const stick = (a: number, b: number, colour: string, pending: boolean, seat: number) => {
@@ -137,6 +142,7 @@ export function hexMap(input: MapInput): SVGElement {
     // Parallel sticks of several players between two tiles are drawn side by side.
     const [dx, dy] = [to[1] - from[1], from[0] - to[0]].map((d) => (d / Math.hypot(to[0] - from[0], to[1] - from[1])) * (seat - 1.5) * 3.5);
     const line = { x1: from[0] + dx, y1: from[1] + dy, x2: to[0] + dx, y2: to[1] + dy, "stroke-linecap": "round", "pointer-events": "none" };
+    if (input.fresh.sticks.has(stickKey(seat, a, b))) sticks.push(svg("line", { ...line, stroke: "#7fdcff", "stroke-width": 12 }));
     sticks.push(svg("line", { ...line, stroke: "#000", "stroke-width": 7 }));
     sticks.push(svg("line", { ...line, stroke: colour, "stroke-width": 4.5, ...(pending ? { "stroke-dasharray": "6 4" } : {}) }));
   };
