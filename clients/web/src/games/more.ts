@@ -225,6 +225,7 @@ function roundSummary(ctx: TableContext, v: Obj): HTMLElement | null {
 
 function drawTable(ctx: TableContext): HTMLElement {
   const v = ctx.view;
+  shown = v;
   noteLastMove(v);
   const hand = list(v.hand).map(obj).sort(byFace);
   const inHand = new Set(hand.map((c) => num(c.id)));
@@ -277,7 +278,38 @@ function withScroll(hand: HTMLElement): HTMLElement {
 
 const table = new LocalChoice(drawTable);
 
+// The view last drawn: the fallback list of moves names cards by their faces.
+let shown: Obj = {};
+
+function describeMove(move: Obj): string | undefined {
+  const [kind, body] = Object.entries(move)[0] ?? ["", null];
+  const fields = obj(body);
+  const known = [...list(shown.hand), ...list(shown.discardPile)].map(obj);
+  const said = (id: Json | undefined) => `the ${cardWords(known.find((c) => num(c.id) === num(id)) ?? {})}`;
+  switch (kind) {
+    case "bid":
+      return `bid ${num(fields.amount)} for the Solo`;
+    case "draw":
+      return "draw a card";
+    case "takePile":
+      return "take the discard pile";
+    case "layMeld":
+      return `lay a meld: ${listWords(list(fields.cards).map(said))}`;
+    case "addToMeld": {
+      const target = list(shown.melds).map(obj).find((m) => num(m.index) === num(fields.meld));
+      const of = target ? ` to the ${short(target.kind, "MELD_KIND_") === "ace_set" ? "ace set" : `run of ${SUITS[suitOf(target)]?.[0] ?? ""}`} that starts with the ${cardWords(obj(list(target.cards)[0]))}` : "";
+      return `add ${said(fields.card)}${of} at the ${fields.lowEnd ? "low" : "high"} end`;
+    }
+    case "takeBack":
+      return "take back this turn's melds";
+    case "discard":
+      return `discard ${said(fields.card)}`;
+  }
+  return undefined;
+}
+
 export const more: GameRenderer = {
+  describeMove,
   draw: (ctx) => table.draw(ctx),
   describeEvent: (kind, body, names) => describeMoreEvent(kind, body, names),
 };

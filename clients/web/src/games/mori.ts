@@ -4,7 +4,7 @@ import type { Json } from "../render.js";
 import { card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj, handZone } from "./parts.js";
 import type { GameRenderer, TableContext } from "./types.js";
 import "./mori.css";
-import { describeMoriEvent } from "./mori_words.js";
+import { describeMoriEvent, moriCardWords } from "./mori_words.js";
 
 const SEASON_COLOURS: Record<string, string> = {
   spring: "#3f9b4a",
@@ -82,10 +82,26 @@ function roundScores(ctx: TableContext): HTMLElement | null {
   );
 }
 
+// The view last drawn: the fallback list of moves names cards and dice by their faces.
+let shown: Obj = {};
+
+function describeMove(move: Obj): string | undefined {
+  const [kind, body] = Object.entries(move)[0] ?? ["", null];
+  const id = num(obj(body).card ?? obj(body).die);
+  const dice = [...list(shown.mat), ...list(shown.players).flatMap((p) => list(obj(p).aid))].map(obj);
+  const face = (die: number) => season(dice.find((d) => num(d.id) === die)?.face).replace(/^x$/, "X");
+  if (kind === "playCard") return `play ${moriCardWords(list(shown.hand).map(obj).find((c) => num(c.id) === id) ?? {})}`;
+  if (kind === "playDie") return `play the ${face(id)} die from your aid`;
+  if (kind === "claimDie") return `claim the ${face(id)} die from the mat`;
+  return undefined;
+}
+
 export const mori: GameRenderer = {
   describeEvent: (kind, body, names) => describeMoriEvent(kind, body, names),
+  describeMove,
   draw(ctx) {
     const v = ctx.view;
+    shown = v;
     const hand = list(v.hand).map((c) => card(ctx, cardLook(obj(c), true), findMove(ctx, "playCard", (f) => num(f.card) === num(obj(c).id))));
     const players = list(v.players).map((p) => {
       const info = obj(p);

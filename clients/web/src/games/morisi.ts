@@ -4,6 +4,7 @@
 // the neighbouring land to pay with (or drag from one to the other); build, undo or end the
 // turn with the buttons under the map (ending a turn with sticks laid asks first).
 import { h } from "../dom.js";
+import type { Json } from "../render.js";
 import { listWords } from "../words.js";
 import { choiceButton, LocalChoice } from "./choice.js";
 import { findMove, list, num, obj, pill, seatName, short, zone, type Obj } from "./parts.js";
@@ -190,6 +191,7 @@ function gameOver(ctx: TableContext, letters: Map<number, string>): HTMLElement 
 
 function drawTable(ctx: TableContext): HTMLElement {
   const v = ctx.view;
+  shown = v;
   const version = `${ctx.view.version}:${list(v.pending).length}`;
   if (version !== local.version) {
     local.version = version;
@@ -229,7 +231,35 @@ function drawTable(ctx: TableContext): HTMLElement {
 
 const table = new LocalChoice(drawTable);
 
+// The view last drawn: the fallback list of moves names tiles as the map shows them.
+let shown: Obj = {};
+
+function describeMove(move: Obj): string | undefined {
+  const [kind, body] = Object.entries(move)[0] ?? ["", null];
+  const fields = obj(body);
+  const letters = cityLetters(shown);
+  const tile = (index: Json | undefined) => tileWords(shown, letters, num(index));
+  switch (kind) {
+    case "predict":
+      return `predict ${listWords(list(fields.cities).map(tile))}`;
+    case "placePawn":
+      return `place your pawn on ${tile(fields.tile)}`;
+    case "movePawn":
+      return `move your pawn to ${tile(fields.tile)}`;
+    case "layStick":
+      return `lay a stick from ${tile(fields.anchor)} to ${tile(fields.paid)}, paying ${short(obj(list(shown.tiles)[num(fields.paid)]).terrain, "TERRAIN_")}`;
+    case "undoStick":
+      return "undo the last stick";
+    case "buildRoute":
+      return "build the route (ends the turn)";
+    case "endTurn":
+      return "end the turn";
+  }
+  return undefined;
+}
+
 export const morisi: GameRenderer = {
+  describeMove,
   draw: (ctx) => table.draw(ctx),
   describeEvent: (kind, body, names, view) => describeMorisiEvent(kind, body, names, view),
 };
