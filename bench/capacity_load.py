@@ -43,6 +43,8 @@ from clients.game_client import GameClient  # noqa: E402
 SETUP_CONCURRENCY = 64
 REOPEN_AFTER_S = 1.0
 WEB_SEATS_PER_CONNECTION = 50
+# The Connect codes of a move refused by the rules, as PlayMatch answers them "refused".
+REFUSALS = frozenset({"aborted", "failed_precondition", "invalid_argument", "out_of_range"})
 
 
 @dataclass
@@ -220,8 +222,11 @@ class Seat:
             next_moves = list(response.committed.next_moves)
             self.decision = (self.acted_at, next_moves) if next_moves else None
         elif answer == "refused":
-            self.load.tally.refused += 1
-            self.sent_at = 0.0  # no longer legal: the next prompt follows
+            if response.refused.code == grpc.StatusCode.UNAVAILABLE.value[0]:
+                self.load.tally.errors += 1  # the store did not answer
+            else:
+                self.load.tally.refused += 1  # no longer legal: the next prompt follows
+            self.sent_at = 0.0
         if not ended and self.decision is not None and not self.sent_at and self.timer is None:
             self.think()
         return ended
@@ -355,7 +360,9 @@ class WebSeat(Seat):
             return
         sent_at, self.sent_at = self.sent_at, 0.0
         if reply.status_code != 200:
-            if b"aborted" not in reply.content:  # another seat moved first
+            if reply.json().get("code") in REFUSALS:
+                self.load.tally.refused += 1  # no longer legal: the next prompt follows
+            else:
                 self.load.tally.errors += 1
                 print(
                     f"capacity_load: SubmitMove {reply.status_code}: {reply.content[:200]!r}", file=sys.stderr
