@@ -47,6 +47,7 @@ from deploy.redis_server import free_port
 P99_BOUND_MS = 100.0
 # Streams a load-generator process holds at most.
 SEATS_PER_LOAD_PROCESS = 5_000
+BROWSER_SEATS_PER_LOAD_PROCESS = 500
 
 
 NATIVE, BROWSER = "native PlayMatch", "browser WatchMatch + SubmitMove"
@@ -253,7 +254,8 @@ async def run_path(path: str, steps: list[int], args: argparse.Namespace, log: I
         server = CpuMeter({"servers": server_pids})
         await asyncio.sleep(args.settle)
         base = await measure_base(server, server_pids, args.idle_window)
-        processes = max(1, -(-max(steps) // args.seats_per_process))
+        per_process = args.seats_per_process if path == NATIVE else args.browser_seats_per_process
+        processes = max(1, -(-max(steps) // per_process))
         target_web = web if path == BROWSER else ""
         loads = [await LoadProcess.start(gateway, target_web, args, seed) for seed in range(processes)]
         results = []
@@ -281,6 +283,8 @@ def main() -> None:
     parser.add_argument("--move-window", type=float, default=60.0, help="s")
     parser.add_argument("--settle", type=float, default=5.0, help="s before each window")
     parser.add_argument("--seats-per-process", type=int, default=SEATS_PER_LOAD_PROCESS)
+    # httpx's HTTP/2 is pure Python: one process holding more browser seats adds its own delay.
+    parser.add_argument("--browser-seats-per-process", type=int, default=BROWSER_SEATS_PER_LOAD_PROCESS)
     parser.add_argument("--streams-per-channel", type=int, default=1000)
     parser.add_argument("--log", default="/tmp/mogames-bench-capacity.log", help="the servers' log")
     args = parser.parse_args()
