@@ -92,10 +92,11 @@ bench-cluster: install
 bench-discovery: install
 	$(BIN)/python -m bench.bench_discovery $(BENCH_ARGS)
 
-# Connected players: seats holding a PlayMatch stream each and moving every ~20 s, ramped
-# through steps; RSS and idle CPU per seat, CPU per move, p50/p99 (bench/bench_capacity.py;
-# the default ramp to 20,000 seats takes about fifteen minutes: BENCH_CAPACITY_ARGS="--steps
-# 1000,2000" for a look).
+# Connected players: seats each holding a stream (PlayMatch; a browser row: WatchMatch on the
+# web port) and moving about every 20 s, ramped through steps; RSS and idle CPU per seat, CPU
+# per move, p50/p99 (bench/bench_capacity.py; the default ramps, to 20,000 native seats and
+# 5,000 browser ones, take about twenty-five minutes: BENCH_CAPACITY_ARGS="--steps 1000,2000
+# --browser-steps 1000" for a look).
 .PHONY: bench-capacity
 bench-capacity: install
 	$(BIN)/python -m bench.bench_capacity $(BENCH_CAPACITY_ARGS)
