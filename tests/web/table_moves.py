@@ -220,6 +220,11 @@ async def morisi_move(page: Page, rng: random.Random, plan: dict[str, int]) -> N
         await undo.click()
         return
     ask = board.locator("#morisi-actions button.pick")
+    if await ask.count() and rng.random() < 0.5:
+        # By keyboard: the question moves the focus to its "yes", which Enter presses.
+        await ask.first.press("Enter")
+        await page.keyboard.press("Enter")
+        return
     if await ask.count():
         await ask.first.click()
     await board.locator(f"button.move.end{LIVE}").click()

@@ -9,28 +9,46 @@ export class LocalChoice {
 
   constructor(private readonly drawTable: (ctx: TableContext) => HTMLElement) {}
 
-  /** Draws the table for the page and remembers it, to redraw when a choice changes. */
+  /** Draws the table for the page and remembers it, to redraw when a choice changes. The
+   * page draws it again after every update of the match: the piece that had the focus gets it
+   * back, and the scrolled rows keep their place, once the page has put the new table in. */
   draw(ctx: TableContext): HTMLElement {
+    const kept = this.keep();
     this.ctx = ctx;
-    this.element = this.drawTable(ctx);
-    return this.element;
+    const fresh = this.drawTable(ctx);
+    this.element = fresh;
+    if (kept.focused || kept.scrolled.length) queueMicrotask(() => fresh.isConnected && this.restore(fresh, kept));
+    return fresh;
   }
 
   /** Draws the table again in place after a local choice: no request, focus and the hand's
-   * sideways scroll kept (a keyboard or a phone user stays where they were). */
-  redraw(): void {
+   * sideways scroll kept (a keyboard or a phone user stays where they were), or the focus
+   * moved to the piece named ``focus`` (the question a choice asks). */
+  redraw(focus?: string): void {
     const old = this.element;
     if (!this.ctx || !old || !old.isConnected) return;
-    const focused = (document.activeElement as HTMLElement | null)?.dataset?.focus;
-    const scrolled = [...old.querySelectorAll<HTMLElement>("[data-scroll]")].map((e) => [e.dataset.scroll, e.scrollLeft] as const);
+    const kept = this.keep();
     const fresh = this.drawTable(this.ctx);
     old.replaceWith(fresh);
     this.element = fresh;
-    for (const [key, left] of scrolled) {
+    this.restore(fresh, { ...kept, focused: focus ?? kept.focused });
+  }
+
+  private keep(): { focused?: string; scrolled: (readonly [string | undefined, number])[] } {
+    const old = this.element;
+    if (!old || !old.isConnected) return { scrolled: [] };
+    const active = document.activeElement as HTMLElement | null;
+    const focused = active && old.contains(active) ? active.dataset?.focus : undefined;
+    const scrolled = [...old.querySelectorAll<HTMLElement>("[data-scroll]")].filter((e) => e.scrollLeft).map((e) => [e.dataset.scroll, e.scrollLeft] as const);
+    return { focused, scrolled };
+  }
+
+  private restore(fresh: HTMLElement, kept: { focused?: string; scrolled: (readonly [string | undefined, number])[] }): void {
+    for (const [key, left] of kept.scrolled) {
       const again = fresh.querySelector<HTMLElement>(`[data-scroll="${key}"]`);
       if (again) again.scrollLeft = left;
     }
-    if (focused) fresh.querySelector<HTMLElement>(`[data-focus="${CSS.escape(focused)}"]`)?.focus();
+    if (kept.focused) fresh.querySelector<HTMLElement>(`[data-focus="${CSS.escape(kept.focused)}"]`)?.focus();
   }
 }
 

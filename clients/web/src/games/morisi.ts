@@ -126,7 +126,7 @@ function controls(ctx: TableContext): HTMLElement | null {
   else if (pending.length) items.push(h("span", { class: "hint" }, "Not a route yet: the sticks must join into one route whose ends are cities or your network, adding houses."));
   if (undo) items.push(named(ctx.moveButton(undo, ["Undo the last stick"], "undo"), "undo"));
   if (!pending.length) items.push(named(ctx.moveButton(end, ["End the turn without building"], "end"), "end"));
-  else if (!local.confirmEnd) items.push(choiceButton([`End the turn…`], { focus: "end-ask", onPick: () => ((local.confirmEnd = true), table.redraw()) }));
+  else if (!local.confirmEnd) items.push(choiceButton([`End the turn…`], { focus: "end-ask", onPick: () => ((local.confirmEnd = true), table.redraw("end")) }));
   else {
     items.push(
       h(
@@ -134,7 +134,7 @@ function controls(ctx: TableContext): HTMLElement | null {
         { class: "confirm", role: "alert" },
         `End the turn without building? The ${pending.length} stick${pending.length > 1 ? "s" : ""} laid go back and their blocks return. `,
         named(ctx.moveButton(end, ["Yes, end the turn"], "end"), "end"),
-        choiceButton(["No, keep building"], { focus: "end-keep", onPick: () => ((local.confirmEnd = false), table.redraw()) }),
+        choiceButton(["No, keep building"], { focus: "end-keep", onPick: () => ((local.confirmEnd = false), table.redraw("end-ask")) }),
       ),
     );
   }
