@@ -38,9 +38,24 @@ def screenshots(game: str, viewport: dict[str, int]) -> Callable[[str, Tab], Awa
     return shoot
 
 
+TAP_PX = 44
+
+
 async def recording(page: Page) -> None:
-    """Starts (once per page) keeping the kinds of moves clicked."""
+    """Starts (once per page) keeping the kinds of moves clicked; on a phone, checks first that
+    every piece to tap is at least 44 px each way."""
     await page.evaluate(RECORD_KINDS)
+    viewport = page.viewport_size
+    if viewport and viewport["width"] < 600:
+        sizes = await page.locator(
+            f"{BOARD} [data-testid=move]:not([disabled]), {BOARD} [data-testid=pick]"
+        ).evaluate_all(
+            "els => els.map(e => { const r = e.getBoundingClientRect();"
+            " return [Math.round(r.width), Math.round(r.height), e.getAttribute('class')]; })"
+        )
+        assert sizes, "the strategy was called with nothing to tap"
+        small = [size for size in sizes if size[0] < TAP_PX or size[1] < TAP_PX]
+        assert not small, f"tap targets under {TAP_PX} px on a phone: {small}"
 
 
 async def kinds_clicked(page: Page) -> set[str]:
