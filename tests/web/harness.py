@@ -2,9 +2,10 @@
 
 What a match played through ``play_match`` checks, at the viewport it is given:
 - every move is made by clicking the table (``#board``): the list of moves is hidden;
-- each move costs its page exactly one request (SubmitMove), and a page that waits sends none:
-  every request of every tab from the first table to the final summary is counted from
-  Chromium's network log;
+- each move costs its page exactly one request (SubmitMove; sent again only after the server
+  answered it with an error, as the page does when its store is away), and a page that
+  waits sends none: every request of every tab from the first table to the final summary
+  is counted from Chromium's network log;
 - the page never shows a wire name (``WIRE_TEXT``: an enum value, "seat N", "[object");
 - axe-core finds no critical or serious violation on the first table, one mid-match and on
   the final summary;
@@ -48,7 +49,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from playwright.async_api import Browser, Page, Request
+from playwright.async_api import Browser, Page, Request, Response
 
 from tests.web.conftest import ARTIFACTS, ROOT, WebStack
 from tests.web.players import TIMEOUT_MS
@@ -72,17 +73,43 @@ STALL_S = 60
 
 
 class Tab:
-    """One seat's page, with every request it sends."""
+    """One seat's page, with every request it sends. A watch opened again once the previous
+    one has ended (the server cut the stream: a replica's hand-over, a store timeout on a
+    loaded machine) is a resume, counted apart in ``resumes``: it is not a read, and the
+    page must make it. A second watch while one is open is a request like any other."""
 
     def __init__(self, page: Page, name: str) -> None:
         self.page = page
         self.name = name
         self.requests: list[str] = []
+        self.resumes = 0
+        # SubmitMoves the server could not take (an error status, or no answer): the page
+        # sends the same move again, and that try is part of the move.
+        self.failed_moves = 0
+        self.watches: set[Request] = set()
         page.on("request", self._sent)
+        page.on("response", self._answered)
+        page.on("requestfailed", lambda request: self._answered_with(request, 0))
+        page.on("requestfinished", lambda request: self.watches.discard(request))
+        page.on("requestfailed", lambda request: self.watches.discard(request))
+
+    def _answered(self, response: Response) -> None:
+        self._answered_with(response.request, response.status)
+
+    def _answered_with(self, request: Request, status: int) -> None:
+        if request.url.endswith("/SubmitMove") and not 200 <= status < 300:
+            self.failed_moves += 1
 
     def _sent(self, request: Request) -> None:
-        if request.url.startswith("http"):
-            self.requests.append(request.method + " " + request.url.split("/", 3)[-1])
+        if not request.url.startswith("http"):
+            return
+        if request.url.endswith("/WatchMatch"):
+            resume = not self.watches
+            self.watches.add(request)
+            if resume:
+                self.resumes += 1
+                return
+        self.requests.append(request.method + " " + request.url.split("/", 3)[-1])
 
     async def attribute(self, name: str) -> str:
         return await self.page.get_attribute("section.table", name, timeout=TIMEOUT_MS) or ""
@@ -232,6 +259,7 @@ async def play_match(
         await shots("start", creator)
     # From here on, every request of every tab is a move of its own.
     sent_before = [len(tab.requests) for tab in tabs]
+    failed_before = [tab.failed_moves for tab in tabs]
     made = [0] * len(tabs)
     moves = 0
     last_progress, last_version = time.monotonic(), -1
@@ -251,7 +279,7 @@ async def play_match(
             if not await tab.has_move():
                 continue
             before = await tab.version()
-            sent = len(tab.requests)
+            sent, failed = len(tab.requests), tab.failed_moves
             await match.strategy(tab, rng)
             # The page shows the move's outcome: a higher version, or the server's refusal.
             await tab.page.wait_for_function(
@@ -262,8 +290,9 @@ async def play_match(
             assert await tab.page.locator("#error").count() == 0, await tab.page.locator(
                 "#error"
             ).inner_text()
-            assert tab.requests[sent:] == [tab.requests[sent]] and "SubmitMove" in tab.requests[sent], (
-                f"{tab.name}'s move sent {tab.requests[sent:]}"
+            tries = tab.requests[sent:]
+            assert all("SubmitMove" in r for r in tries) and len(tries) == 1 + tab.failed_moves - failed, (
+                f"{tab.name}'s move sent {tries}, {tab.failed_moves - failed} answered with an error"
             )
             made[i] += 1
             moves += 1
@@ -283,12 +312,14 @@ async def play_match(
         await assert_accessible(creator, "the final summary")
     if shots:
         await shots("end", creator)
-    for tab, before, own in zip(tabs, sent_before, made, strict=True):
+    for tab, before, own, failed in zip(tabs, sent_before, made, failed_before, strict=True):
         sent = tab.requests[before:]
-        assert len(sent) == own and all("SubmitMove" in r for r in sent), (
+        assert len(sent) == own + tab.failed_moves - failed and all("SubmitMove" in r for r in sent), (
             f"{tab.name} made {own} moves and sent {len(sent)} requests: "
             f"{sorted(set(sent) - {r for r in sent if 'SubmitMove' in r})} besides its moves"
         )
+        if tab.resumes > 1:
+            print(f"{match.game}: {tab.name}'s watch was cut and resumed {tab.resumes - 1} time(s)")
     final = await stack.cluster.client(match.game).match(match_id)
     assert final.status == 3  # FINISHED
     shown = await creator.page.locator("#seats li[data-seat]").evaluate_all(

@@ -22,6 +22,8 @@ const REOPEN_MS = 15_000;
 const WATCHDOG_TICK_MS = 500;
 // A move not answered by then is given up (the buttons come back; the stream tells).
 const MOVE_TIMEOUT_MS = 10_000;
+// A move the server could not take now (UNAVAILABLE) is sent again, with the same request id.
+const MOVE_TRIES = 4;
 
 interface LogLine {
   version: number;
@@ -225,23 +227,32 @@ export class Table {
     this.errorReason = "";
     this.render();
     const before = Number(this.match?.version ?? 0);
-    try {
-      await this.client.submitMove(
-        { matchId: this.matchId, move: chosen.move, requestId: crypto.randomUUID() },
-        { ...auth(this.token), timeoutMs: MOVE_TIMEOUT_MS },
-      );
-      // The moves offered were for the version before the move: the stream brings the next.
-      if (Number(this.match?.version ?? 0) === before) this.moves = [];
-    } catch (error) {
-      const refused = describeError(error);
-      if (refused.reason) {
-        this.error = refusal(refused.reason, refused.message, this.match?.seats.map((s) => s.playerName) ?? []);
-        this.errorReason = refused.reason;
-      } else {
-        // Not the rules' answer: the call did not get through (the move may or may not have
-        // been taken; the stream tells).
-        this.reconnecting = true;
+    // One request id for every try: the server takes the move once however often it is sent.
+    const requestId = crypto.randomUUID();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.client.submitMove({ matchId: this.matchId, move: chosen.move, requestId }, { ...auth(this.token), timeoutMs: MOVE_TIMEOUT_MS });
+        // The moves offered were for the version before the move: the stream brings the next.
+        if (Number(this.match?.version ?? 0) === before) this.moves = [];
+        this.setReconnecting(false);
+      } catch (error) {
+        // The server could not take it now (its store or a replica away): the same move again.
+        if ((isCode(error, Code.Unavailable) || isCode(error, Code.DeadlineExceeded)) && attempt < MOVE_TRIES && !this.stopped) {
+          this.setReconnecting(true);
+          await new Promise((resolve) => setTimeout(resolve, backoff(attempt)));
+          continue;
+        }
+        const refused = describeError(error);
+        if (refused.reason && !isCode(error, Code.Unavailable)) {
+          this.error = refusal(refused.reason, refused.message, this.match?.seats.map((s) => s.playerName) ?? []);
+          this.errorReason = refused.reason;
+        } else {
+          // Not the rules' answer: the call did not get through (the move may or may not have
+          // been taken; the stream tells).
+          this.reconnecting = true;
+        }
       }
+      break;
     }
     this.busy = false;
     this.render();

@@ -37,12 +37,55 @@ function pick(ctx: TableContext, kind: string, matches?: (fields: Obj) => boolea
   return move;
 }
 
-/** Every move no piece makes (reveal, powers, Koi Pond, pagoda, finishing…): a button each, on the table. */
+const power = (value: unknown): string => short(value as string, "POWER_").replaceAll("_", " ");
+
+/** The cards the seat can name in a move (its hand, the display, Temple Bell's peek), by id. */
+function knownCards(view: Obj): Map<number, Obj> {
+  const cards = new Map<number, Obj>();
+  for (const c of [...list(view.hand), ...list(view.display), ...list(view.templeBellCards)]) cards.set(num(obj(c).id), obj(c));
+  return cards;
+}
+
+/** A move no piece of the table makes, in words with its cards' faces. */
+function sayChoice(ctx: TableContext, move: LegalMove, cards: Map<number, Obj>): string {
+  const [kind, value] = Object.entries(move.json)[0] ?? ["", {}];
+  const f = obj(value);
+  const face = (id: unknown) => {
+    const c = cards.get(num(id as number));
+    return c ? `${short(c.type, "LEAF_TYPE_")} ${text(c.value)}` : "a card";
+  };
+  switch (kind) {
+    case "reveal":
+      return "Reveal 4 more cards (1 acorn)";
+    case "finishPlay":
+      return "Finish this play";
+    case "endTurn":
+      return "End your turn";
+    case "draftPower":
+      return `Take the ${power(f.power)} landscape`;
+    case "usePower":
+      return `Use ${power(f.power)}`;
+    case "discardForAcorn":
+      return `Discard ${list(f.cards).map(face).join(" and ")} for an acorn`;
+    case "koiPond":
+      return `Koi Pond: swap ${face(f.handCard)} from your hand for ${face(f.displayCard)}`;
+    case "mossGarden":
+      return `Moss Garden: ${face(f.card)}`;
+    case "templeBellChoose": {
+      const back = list(f.backOnTop).map(face);
+      return `Temple Bell: keep ${face(f.keep)}${back.length ? `, put back ${back.join(" then ")}` : ""}`;
+    }
+    default:
+      return new Speaker(ctx.names).move(move.json);
+  }
+}
+
+/** Every move no piece makes (reveal, Koi Pond, discarding for an acorn, finishing…): a button each, on the table. */
 function choices(ctx: TableContext): HTMLElement | null {
   const left = ctx.moves.filter((m) => !drawn.has(m.index));
   if (!left.length) return null;
-  const speaker = new Speaker(ctx.names);
-  return zone("your choices", ...left.map((m) => ctx.moveButton(m, [speaker.move(m.json)], "choice")));
+  const cards = knownCards(ctx.view);
+  return zone("your choices", ...left.map((m) => ctx.moveButton(m, [sayChoice(ctx, m, cards)], "choice")));
 }
 
 export const momiji: GameRenderer = {
@@ -61,7 +104,13 @@ export const momiji: GameRenderer = {
         h("strong", {}, seatName(ctx, num(area.seat))),
         pill(`acorns ${num(area.acorns)}`),
         pill(`${num(area.handSize)} in hand`),
-        ...list(area.landscape).map((l) => pill(`${short(obj(l).power, "POWER_").replaceAll("_", " ")}${obj(l).used ? " (used)" : ""}`, "power")),
+        // A power the seat can use now is a button on its landscape card.
+        ...list(area.landscape).map((l) => {
+          const land = obj(l);
+          const said = `${power(land.power)}${land.used ? " (used)" : ""}`;
+          const use = num(area.seat) === ctx.seat ? pick(ctx, "usePower", (f) => f.power === land.power) : undefined;
+          return use ? ctx.moveButton(use, [`use ${said}`], "power") : pill(said, "power");
+        }),
         h(
           "div",
           { class: "row" },
@@ -69,7 +118,10 @@ export const momiji: GameRenderer = {
             const stack = obj(s);
             const cards = list(stack.cards);
             const topCard = cards.length ? obj(cards[cards.length - 1]) : {};
-            return h("div", { class: "stack" }, card(ctx, look(topCard)), h("div", { class: "who" }, `${cards.length} ${short(stack.type, "LEAF_TYPE_")}${stack.closed ? " ⛩" : ""}`));
+            // Pagoda: the seat closes one of its open stacks by clicking it.
+            const close = num(area.seat) === ctx.seat ? pick(ctx, "pagoda", (f) => f.type === stack.type) : undefined;
+            const top = close ? card(ctx, { ...look(topCard), title: `Pagoda: close your ${short(stack.type, "LEAF_TYPE_")} stack` }, close) : card(ctx, look(topCard));
+            return h("div", { class: "stack" }, top, h("div", { class: "who" }, `${cards.length} ${short(stack.type, "LEAF_TYPE_")}${stack.closed ? " ⛩" : ""}`));
           }),
         ),
       );
