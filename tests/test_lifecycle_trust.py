@@ -319,3 +319,30 @@ async def test_presence_is_in_the_seats_and_told_to_the_table_and_a_grace_hands_
     assert time.time() * 1000 - dropped_ms >= 900
     refused = await refusal(client.view(match_id, joins[0].token))
     assert (refused.code, refused.reason) == REVOKED
+
+
+async def test_fourteen_hundred_streams_of_one_replica_opening_and_closing_at_once_each_count(trust_cluster):
+    """More streams than the replica's Redis pool has connections open and close together:
+    each is counted in and out all the same (the counts queue rather than run the pool out)."""
+    client = trust_cluster.replica_client(GAME, 0)
+    matches = await asyncio.gather(*(started(client, seed=100 + n) for n in range(700)))
+    watches = [
+        client.watch(match_id, j.token, timeout_s=120) for match_id, joins in matches for j in joins.values()
+    ]
+    await asyncio.gather(*(anext(aiter(watch)) for watch in watches))
+
+    async def connected_seats() -> int:
+        found = await asyncio.gather(*(client.match(match_id) for match_id, _ in matches))
+        return sum(seat.connected for match in found for seat in match.seats)
+
+    async def all_connected() -> bool:
+        return await connected_seats() == len(watches)
+
+    await wait_until(all_connected, "every seat counted in", timeout_s=60)
+    for watch in watches:
+        watch.cancel()
+
+    async def none_connected() -> bool:
+        return await connected_seats() == 0
+
+    await wait_until(none_connected, "every seat counted out", timeout_s=60)

@@ -33,6 +33,10 @@ log = structlog.get_logger("presence")
 MAX_ATTEMPTS = 20
 # How long a replica shutting down waits for its streams' closing commits.
 SHUTDOWN_WAIT_S = 2.0
+# Counts committed at once by one replica: thousands of streams closing together (a gateway
+# restarting, a crowd of browsers leaving) would otherwise each take a Redis connection at
+# the same moment, run the pool out and fail, leaving their seats counted as connected.
+MAX_CONCURRENT_COUNTS = 32
 
 
 class Stream:
@@ -65,6 +69,7 @@ class Presence:
     def __init__(self, service: MatchService) -> None:
         self.service = service
         self._tasks: set[asyncio.Task[None]] = set()
+        self._counting = asyncio.Semaphore(MAX_CONCURRENT_COUNTS)
 
     def stream(self, match_id: str, token: str | None) -> Stream:
         """A stream just opened by ``token`` (None: a spectator, not counted)."""
@@ -88,6 +93,10 @@ class Presence:
 
     async def count(self, match_id: str, grant: auth.SeatGrant, opened: bool) -> None:
         """Commit one stream of ``grant``'s seat opening or closing."""
+        async with self._counting:
+            await self._count(match_id, grant, opened)
+
+    async def _count(self, match_id: str, grant: auth.SeatGrant, opened: bool) -> None:
         service, seat = self.service, grant.seat
         for _ in range(MAX_ATTEMPTS):
             record = await service.load_record(match_id)
