@@ -19,7 +19,7 @@ import pytest
 
 from deploy.redis_server import free_port, wait_for_port
 from tests.conftest import TOKEN_SECRET, Cluster
-from tests.web.test_web_protocols import started_match
+from tests.web.test_web_protocols import _stream_is_read, started_match
 from tests.web.wire import WebClient
 
 BROWSERS = 4
@@ -80,9 +80,10 @@ def gateway_process(
             process.wait()
 
 
-async def browsers_leave(gateway_pid: int, web_port: int, count: int) -> None:
+async def browsers_leave(gateway_pid: int, web_port: int, count: int) -> str:
     """``count`` browsers, each on an HTTP/2 connection of its own, watch a match, then go
-    away mid-stream as a closed tab does: their process ends, their watches unfinished."""
+    away mid-stream as a closed tab does: their process ends, their watches unfinished.
+    The match they watched."""
     url = f"http://127.0.0.1:{web_port}"
     async with httpx.AsyncClient(http1=False, http2=True, timeout=20) as http:
         match_id, tokens = await started_match(WebClient(http, url, "connect-proto"))
@@ -96,6 +97,7 @@ async def browsers_leave(gateway_pid: int, web_port: int, count: int) -> None:
     finally:
         tab.kill()
         await tab.wait()
+    return match_id
 
 
 def _stopped_in_s(process: subprocess.Popen[str]) -> float:
@@ -107,11 +109,16 @@ def _stopped_in_s(process: subprocess.Popen[str]) -> float:
 
 async def test_a_departed_browser_is_released_on_http2(cluster: Cluster, redis_url: str, tmp_path: Path):
     with gateway_process(cluster, redis_url, tmp_path / "gateway.log") as (gateway, web_port):
-        await browsers_leave(gateway.pid, web_port, BROWSERS)
+        match_id = await browsers_leave(gateway.pid, web_port, BROWSERS)
         deadline = time.monotonic() + 5
         while (held := _sockets_on_port(gateway.pid, web_port)) != 0:
             assert time.monotonic() < deadline, f"the gateway still holds {held} socket(s) after 5 s"
             await asyncio.sleep(0.1)
+        # Their watches are released on the replica too.
+        deadline = time.monotonic() + 10
+        while await _stream_is_read(redis_url, match_id, 0.0):
+            assert time.monotonic() < deadline, "the service still serves the departed watches after 10 s"
+            await asyncio.sleep(0.2)
 
 
 @pytest.mark.alone
