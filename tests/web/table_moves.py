@@ -13,7 +13,7 @@ from typing import Any
 from playwright.async_api import Locator, Page
 
 from tests.web.conftest import ARTIFACTS
-from tests.web.harness import Tab, size_name
+from tests.web.harness import AXE, Tab, size_name
 
 LIVE = ":not([disabled])"
 BOARD = "#board"
@@ -39,6 +39,24 @@ def screenshots(game: str, viewport: dict[str, int]) -> Callable[[str, Tab], Awa
 
 
 TAP_PX = 44
+
+
+async def audit_once(page: Page, state: str) -> None:
+    """axe-core on a state of the table only a move of several clicks shows (cards picked, a
+    stick's first tile chosen, the end-of-turn question), the first time the page is in it:
+    no critical or serious violation."""
+    if await page.evaluate("s => (window.audited = window.audited || new Set()).has(s)", state):
+        return
+    await page.evaluate("s => window.audited.add(s)", state)
+    if not await page.evaluate("typeof window.axe !== 'undefined'"):
+        await page.add_script_tag(path=str(AXE))
+    results = await page.evaluate("axe.run(document, {resultTypes: ['violations']})")
+    bad = [
+        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:4]}"
+        for v in results["violations"]
+        if v["impact"] in ("critical", "serious")
+    ]
+    assert not bad, f"axe-core with {state}:\n" + "\n".join(bad)
 
 
 async def recording(page: Page) -> None:
@@ -138,6 +156,7 @@ async def _meld_picked(page: Page, rng: random.Random) -> bool:
     for _ in range(3):
         lay = board.locator(f"button.move.lay{LIVE}")
         if await lay.count():
+            await audit_once(page, "cards picked for a meld")
             await lay.click()
             return True
         if not await _pick(page, ".meldable[aria-pressed=false]", rng):
@@ -212,6 +231,7 @@ async def morisi_move(page: Page, rng: random.Random, plan: dict[str, int]) -> N
             await _hex(page, city["tile"]).click()
             pay = page.locator(f"{BOARD} svg.hexmap polygon.pay[data-tile='{land['tile']}']")
             if await pay.count():
+                await audit_once(page, "a stick's first tile chosen")
                 plan.update(second=other["tile"], land=land["tile"])
                 if rng.random() < 0.7:
                     await pay.click()
@@ -238,6 +258,7 @@ async def morisi_move(page: Page, rng: random.Random, plan: dict[str, int]) -> N
     if await ask.count() and rng.random() < 0.5:
         # By keyboard: the question moves the focus to its "yes", which Enter presses.
         await ask.first.press("Enter")
+        await audit_once(page, "the end-of-turn question")
         await page.keyboard.press("Enter")
         return
     if await ask.count():
