@@ -26,6 +26,8 @@ _json = msgspec.json.Encoder().encode
 
 
 class MatchCommits(MatchReader):
+    """The one commit path, shared by every change of a match (the base of ``MatchService``)."""
+
     async def commit_events(self, record: MatchRecord, events: list[Event], wake: bool = True) -> bool:
         """Commit ``record`` as its caller changed it (seats, status, table) with ``events``
         appended to the current version: a join, a leave, a rejoin, a bot, an abandonment.

@@ -41,6 +41,8 @@ def active_seats(state: Any, status: str) -> list[int]:
 
 
 class MatchReader:
+    """One game's matches as this replica reads them (the base of ``MatchService``)."""
+
     def __init__(
         self,
         rules: ModuleType,

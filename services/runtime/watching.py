@@ -15,6 +15,8 @@ from services.runtime.record import MatchRecord
 
 
 class MatchWatching(MatchReader):
+    """Watches of one game's matches (the base of ``MatchService``)."""
+
     async def watch(
         self, match_id: str, token: str | None, after_version: int | None, after_seq: int
     ) -> AsyncGenerator[StoredEvent, None]:
