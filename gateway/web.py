@@ -30,8 +30,6 @@ from google.protobuf import descriptor_pool
 from granian.constants import HTTPModes, Interfaces, SSLProtocols
 from granian.http import HTTP2Settings
 from granian.log import LogLevels
-from granian.net import SocketHolder
-from granian.server.embed import Server as EmbeddedGranian
 from grpc_health.v1 import health_pb2
 from mogames.lobby.v1 import lobby_pb2
 from starlette.applications import Starlette
@@ -41,6 +39,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from gateway.backends import ReplicaPool
+from gateway.granian_private import BoundGranian
 from gateway.web_rpc import CODECS, endpoints
 from services.runtime.serving import StartupError
 from services.runtime.settings import GatewaySettings, InputLimits
@@ -214,26 +213,11 @@ class _Calls:
         await cancel_until_done(list(self.running))
 
 
-class _Granian(EmbeddedGranian):
-    """granian (HTTP/1.1 and HTTP/2 framed natively, in Rust), serving on this event loop,
-    on a socket bound here: port 0 (tests) is known before serving starts."""
-
-    def __init__(self, sock: socket.socket, app: Any, **options: Any) -> None:
-        host, port = sock.getsockname()[:2]
-        super().__init__(app, address=host, port=port, **options)
-        self._bound = sock.detach()  # granian's from here: it closes it
-
-    def _init_shared_socket(self) -> None:
-        # granian binds a socket of its own from address and port; serve the one bound here.
-        # (granian's stub gives SocketHolder no arguments; it takes the fd, uds and backlog.)
-        self._ssp, self._shd = None, SocketHolder(self._bound, False, 1024)  # type: ignore[call-arg,assignment]
-
-
 @dataclass
 class WebServer:
     port: int
     grace_s: float
-    _server: _Granian
+    _server: BoundGranian
     _calls: _Calls
     _task: asyncio.Task[None]
     _gateway: grpc.aio.Channel
@@ -279,7 +263,7 @@ async def start_web(
     app = web_app(pools, gateway, settings.web_origins, Path(settings.web_root), settings.limits)
     port = int(sock.getsockname()[1])
     calls = _Calls(app)
-    server = _Granian(
+    server = BoundGranian(
         sock,
         calls,
         interface=Interfaces.ASGINL,
