@@ -184,8 +184,10 @@ function actions(ctx: TableContext, v: Obj, hand: Obj[]): HTMLElement | null {
         picked.size === 0
           ? "Pick cards in your hand: three to lay a meld, one to add to a meld's end or to discard."
           : picked.size === 1
-            ? "Add it at a ✚ end of a meld, pick two more for a new meld, or drop it on the discard pile."
-            : "These cards make no meld you may lay now.",
+            ? "Add it at a + end of a meld, pick two more for a new meld, or drop it on the discard pile."
+            : meldPartners(ctx).size
+              ? "Pick one more card marked ✚ meld to lay them as a meld."
+              : "These cards make no meld you may lay now.",
       ),
     );
   }
