@@ -190,6 +190,8 @@ async def create_in_lobby(tab: Tab, match: Match) -> None:
     form = tab.page.locator(f"form.game[data-game={match.game}]")
     await form.locator("[name=players]").fill(str(match.players))
     await form.locator("[name=bots]").fill(str(match.bots))
+    # The same deal every run: a match's length does not depend on luck.
+    await form.locator("[name=seed]").fill(str(match.seed))
     if match.bot_level:
         await form.locator("[name=bot_level]").select_option(match.bot_level)
     for name, value in match.options.items():
@@ -320,6 +322,7 @@ async def play_match(
         )
         if tab.resumes > 1:
             print(f"{match.game}: {tab.name}'s watch was cut and resumed {tab.resumes - 1} time(s)")
+    print(f"{match.game} at {size}: {moves} moves on the table to the final summary")
     final = await stack.cluster.client(match.game).match(match_id)
     assert final.status == 3  # FINISHED
     shown = await creator.page.locator("#seats li[data-seat]").evaluate_all(
