@@ -47,7 +47,7 @@ async def momiji(tab: Tab, rng: random.Random) -> None:
 
 
 MATCHES = {
-    "happy_mochi": lambda: Match("happy_mochi", 2, happy_mochi, bots=1, bot_level="policy"),
+    "happy_mochi": lambda: Match("happy_mochi", 2, happy_mochi, bots=1, bot_level="policy", seed=2),
     "momiji": lambda: Match("momiji", 2, momiji, bots=1, bot_level="policy"),
     "mori": lambda: Match("mori", 3, mori, bots=2, bot_level="policy"),
     "more": lambda: Match("more", 3, more, bots=2, bot_level="policy", options={"max_rounds": 1}),
