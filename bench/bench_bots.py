@@ -11,7 +11,8 @@ which one seat (rotating) is the searching bot deciding with ``services.bots.dec
 its view and events only, every other seat the opponent level. Two players where the game
 allows it, else its fewest (Mori: 3, against two opponents). It prints the searching seat's
 win rate (a tie counts as a share) with its 95 % Wilson interval, the target (two players:
-90 % against random; more: 2.5 times the chance share; 60 % against policy), and the mean
+90 % against random; more: 2.5 times the chance share; 60 % against policy) with "met" when
+the whole interval is above it, "missed" when below, "open" otherwise, and the mean
 and 99th percentile of the CPU time per decision (``time.process_time`` of the deciding
 process, the search's budget), per pairing and per game and level. Every match's result is
 appended to ``--results`` (``artifacts/bench-bots.jsonl``) with a digest of the bot code; a
@@ -147,6 +148,13 @@ def target(players: int, level: str, opponent: str) -> float | None:
     return None
 
 
+def verdict(low: float, high: float, goal: float) -> str:
+    """Whether a 95 % interval shows a target met, missed, or neither yet."""
+    if low >= goal:
+        return "met"
+    return "missed" if high < goal else "open"
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))] if ordered else float("nan")
@@ -229,7 +237,7 @@ def print_win_rates(pairings: list[Pairing]) -> None:
                 f"{rate:.1%}",
                 f"{low:.1%}–{high:.1%}",
                 f"{rate * p.players:.2f}",
-                "" if goal is None else f"{goal:.0%} {'met' if rate >= goal else 'missed'}",
+                "" if goal is None else f"{goal:.0%} {verdict(low, high, goal)}",
                 f"{1000 * sum(p.decisions_s) / max(len(p.decisions_s), 1):.0f}",
                 f"{1000 * percentile(p.decisions_s, 0.99):.0f}",
             ]

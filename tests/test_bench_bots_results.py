@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bench.bench_bots import Results, bots_version, target
+from bench.bench_bots import Results, bots_version, target, verdict
 
 
 def test_results_are_kept_for_the_next_run_of_the_same_code(tmp_path):
@@ -36,3 +36,9 @@ def test_the_targets_bind_the_hard_level():
     assert target(3, "hard", "policy") == 0.6
     assert target(2, "medium", "random") is None
     assert target(2, "hard", "medium") is None
+
+
+def test_a_target_is_met_or_missed_only_by_the_whole_interval():
+    assert verdict(0.91, 0.99, 0.9) == "met"
+    assert verdict(0.40, 0.58, 0.6) == "missed"
+    assert verdict(0.51, 1.0, 0.9) == "open"
