@@ -48,7 +48,8 @@ P99_BOUND_MS = 100.0
 # Streams a load-generator process holds at most.
 SEATS_PER_LOAD_PROCESS = 5_000
 BROWSER_SEATS_PER_LOAD_PROCESS = 500
-
+# A load process's report is one line holding every move's latency.
+REPORT_LIMIT_BYTES = 256 * 1024 * 1024
 
 NATIVE, BROWSER = "native PlayMatch", "browser WatchMatch + SubmitMove"
 
@@ -103,7 +104,11 @@ class LoadProcess:
             *("--streams-per-channel", str(args.streams_per_channel)),
         ]
         process = await asyncio.create_subprocess_exec(
-            sys.executable, *command, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE
+            sys.executable,
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=REPORT_LIMIT_BYTES,  # past asyncio's 64 KiB at a few thousand seats
         )
         return cls(process)
 
