@@ -12,7 +12,7 @@ import grpc
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
-from tests.helpers import StartedMatch, active_seat_move, start_match
+from tests.helpers import StartedMatch, active_seat_move, start_match, wait_serving
 from tests.test_processes import spawn, spawn_service
 
 MATCHES = 12
@@ -53,6 +53,15 @@ async def test_a_matchs_calls_go_to_one_replica_and_move_when_it_goes_down(redis
         )
         for port, log in zip(ports, logs, strict=True)
     ]
+    try:
+        # The replicas listen before the gateway starts: a gateway whose first connection
+        # attempts were refused would answer UNAVAILABLE until its reconnect backoff ends.
+        for port in ports:
+            wait_for_port(port, 30)
+    except BaseException:
+        for replica in replicas:
+            replica.kill()
+        raise
     gateway_port = free_port()
     gateway = spawn(
         ["-m", "gateway"],
@@ -64,9 +73,9 @@ async def test_a_matchs_calls_go_to_one_replica_and_move_when_it_goes_down(redis
         tmp_path / "gateway.log",
     )
     try:
-        for port in (*ports, gateway_port):
-            wait_for_port(port, 30)
+        wait_for_port(gateway_port, 30)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+            await wait_serving(channel, "mogames.happymochi.v1.HappyMochi")
             client = GameClient(channel, "happy_mochi")
             played = [await _play_a_little(client, n) for n in range(MATCHES)]
             served = [_served(log) for log in logs]
