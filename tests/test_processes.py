@@ -36,11 +36,15 @@ def spawn(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[s
 def spawn_service(
     game: str, listen: str, redis_url: str, log: Path, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
-    """A game service process on ``listen``, with the tests' token secret, and ``env`` on top."""
+    """A game service process on ``listen``, with the tests' token secret, and ``env`` on top.
+    The per-client budgets are off: they are counted in Redis, and every test process calls
+    from 127.0.0.1 on the session's shared Redis (tests of the budgets set their own)."""
     settings = {
         "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
         "MOGAMES_REDIS_URL": redis_url,
         "MOGAMES_LISTEN": listen,
+        "MOGAMES_CREATE_LIMIT": "0",
+        "MOGAMES_JOIN_LIMIT": "0",
     }
     return spawn(["-m", "services", game], {**settings, **(env or {})}, log)
 
