@@ -70,6 +70,7 @@ class Presence:
         self.service = service
         self._tasks: set[asyncio.Task[None]] = set()
         self._counting = asyncio.Semaphore(MAX_CONCURRENT_COUNTS)
+        self._closed = False
 
     def stream(self, match_id: str, token: str | None) -> Stream:
         """A stream just opened by ``token`` (None: a spectator, not counted)."""
@@ -77,19 +78,28 @@ class Presence:
         return Stream(self, match_id, grant)
 
     def spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        if self._closed:
+            # The replica has stopped: a count now would outlive its loop and its Redis
+            # client (the seat's count is then off until the seat changes hands).
+            work.close()
+            work = asyncio.sleep(0)
         task = asyncio.ensure_future(work)
         self._tasks.add(task)  # the loop keeps only a weak reference to a task
         task.add_done_callback(self._tasks.discard)
         return task
 
     async def close(self) -> None:
-        """A replica shutting down: its streams' last commits, briefly waited for."""
-        pending = list(self._tasks)
-        if pending:
-            _, late = await asyncio.wait(pending, timeout=SHUTDOWN_WAIT_S)
-            for task in late:
-                task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+        """A replica shutting down: its streams' last commits, briefly waited for, those of
+        streams that end meanwhile included; none is started afterwards."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SHUTDOWN_WAIT_S
+        while self._tasks and loop.time() < deadline:
+            await asyncio.wait(list(self._tasks), timeout=deadline - loop.time())
+        self._closed = True
+        late = list(self._tasks)
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
 
     async def count(self, match_id: str, grant: auth.SeatGrant, opened: bool) -> None:
         """Commit one stream of ``grant``'s seat opening or closing."""
