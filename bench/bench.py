@@ -6,11 +6,14 @@ file on), through both routing layers, next to a bare gRPC echo measured in the 
 One run starts Redis, ``--replicas`` service processes per game, the Python gateway and
 (when installed) nginx in front of it (deploy/nginx.py), and a bare grpc.aio echo server.
 Bots play as live clients do: one WatchMatch per seat and one SubmitMove per prompt, or
-both on one PlayMatch stream per seat. It prints, for ``--game`` through nginx and through
-the Python gateway alone, each way of playing: committed moves/s, move p50/p99 (sent to
-answered), errors, Redis bytes per live match, and server CPU ms per committed move (user +
+both on one PlayMatch stream per seat; and as browsers do, on the gateway's web port, from
+load processes of their own (bench/web_load.py). It prints, for ``--game`` through nginx
+and through the Python gateway alone, each way of playing: committed moves/s, move p50/p99
+(sent to answered), errors, Redis bytes per live match, and server CPU ms per committed
+move (user +
 system time of every server process, Redis and nginx included, from /proc, over the
-measured window) next to the echo's server CPU per call and their ratio; then the same for
+measured window; the load generator's own CPU apart) next to the echo's server CPU per
+call and their ratio; then the same for
 every other game through one routing layer by PlayMatch (``--others-duration`` each); the
 performance targets, each met or missed by this run (bench/bench_targets.py); and last, the
 workers' figures on the same Redis: notifications/s, their delay from commit to webhook call,
@@ -21,9 +24,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
+import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,19 +77,24 @@ async def game_load(
     players: int | None = None,
     turn_seconds: int = 0,
     web: str | None = None,
+    first: int = 0,
 ) -> tuple[Load, float]:
     """``concurrency`` matches at a time for ``duration_s``, each of ``players`` seats (None:
     drawn from the game's range, match by match), with turn clocks of ``turn_seconds``.
     ``web`` ("HTTP/2" or "HTTP/1.1"): played as browsers do on the web port at ``target``
-    (a base URL), each match on a client of its own."""
+    (a base URL), each match on connections of its own. Worker ``n`` (from ``first`` on)
+    draws its matches from a generator seeded ``n``."""
     info = rules_module(game).GAME
     load = Load()
     until = time.monotonic() + duration_s
 
     async def worker(n: int, client: GameClient) -> None:
         if web is not None:
-            async with web_http(web) as http:
-                await play_for(n, WebGameClient(http, target, game))
+            http = web_http(web, target)
+            try:
+                await play_for(n, WebGameClient(http, game))
+            finally:
+                await http.close()
         else:
             await play_for(n, client)
 
@@ -116,8 +127,64 @@ async def game_load(
     async with grpc.aio.insecure_channel("127.0.0.1:1" if web else target) as channel:
         client = GameClient(channel, game)
         started = time.perf_counter()
-        await asyncio.gather(*(worker(n, client) for n in range(concurrency)))
+        await asyncio.gather(*(worker(n, client) for n in range(first, first + concurrency)))
         return load, time.perf_counter() - started
+
+
+async def web_game_load(
+    target: str,
+    game: str,
+    concurrency: int,
+    duration_s: float,
+    options: list[str],
+    players: int | None,
+    turn_seconds: int,
+    web: str,
+    processes: int,
+    started: Callable[[], None],
+) -> tuple[Load, float, float]:
+    """``game_load`` of ``web`` in ``processes`` load processes (bench/web_load.py), the
+    matches shared between them; ``started()`` is called as they start playing. Also returns
+    the CPU seconds the load processes used while playing."""
+    commands = []
+    first = 0
+    for n in range(processes):
+        share = concurrency // processes + (n < concurrency % processes)
+        command = [sys.executable, "-m", "bench.web_load", "--target", target, "--http", web]
+        command += ["--game", game, "--matches", str(share), "--first", str(first)]
+        command += ["--duration", str(duration_s), "--turn-seconds", str(turn_seconds)]
+        command += [f"--option={option}" for option in options]
+        command += ["--players", str(players)] if players is not None else []
+        commands.append(command)
+        first += share
+    loads = [
+        await asyncio.create_subprocess_exec(*c, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        for c in commands
+    ]
+    try:
+        for process in loads:
+            assert process.stdout is not None and process.stdin is not None
+            if await process.stdout.readline() != b"ready\n":
+                raise RuntimeError(f"a web load process did not start: {process.returncode}")
+        started()
+        for process in loads:
+            assert process.stdin is not None
+            process.stdin.write(b"go\n")
+        outputs = await asyncio.gather(*(process.communicate() for process in loads))
+    finally:
+        for process in loads:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+    total, elapsed, cpu_s = Load(), 0.0, 0.0
+    for output, _ in outputs:
+        figures = json.loads(output)
+        for name in ("moves", "finished", "errors"):
+            setattr(total, name, getattr(total, name) + figures[name])
+        for name in ("matches", "live", "latencies_s"):
+            getattr(total, name).extend(figures[name])
+        elapsed, cpu_s = max(elapsed, figures["elapsed_s"]), cpu_s + figures["cpu_s"]
+    return total, elapsed, cpu_s
 
 
 # -- one measured load ---------------------------------------------------------------------
@@ -143,6 +210,9 @@ class Figures:
     round_ratios: list[float] = field(default_factory=list)
     # The live matches' mean version: their bytes grow with it (docs/storage.md, "Size").
     moves_per_live_match: float = float("nan")
+    # The load generator's own CPU (the bench's process, or its web load processes), apart
+    # from the server's.
+    load_cpu_ms_per_move: float = float("nan")
 
     def ratio(self, echo_ms: float) -> float:
         return self.cpu_ms_per_move / (self.echo_ms or echo_ms)
@@ -212,21 +282,36 @@ async def measure(
     one_stream: bool,
     web: str | None = None,
 ) -> Figures:
-    options = parse_options([o.split(":", 1)[1] for o in args.option if o.startswith(f"{game}:")])
+    pairs = [o.split(":", 1)[1] for o in args.option if o.startswith(f"{game}:")]
     duration = args.duration if game == args.game else args.others_duration
     meter = CpuMeter(roles)
-    meter.start()
-    load, elapsed = await game_load(
-        target,
-        game,
-        args.concurrency,
-        duration,
-        options,
-        one_stream,
-        seats_of(game, args.players),
-        args.turn_seconds,
-        web,
-    )
+    if web is not None:
+        load, elapsed, load_cpu_s = await web_game_load(
+            target,
+            game,
+            args.concurrency,
+            duration,
+            pairs,
+            seats_of(game, args.players),
+            args.turn_seconds,
+            web,
+            args.web_load_processes,
+            meter.start,
+        )
+    else:
+        meter.start()
+        own_cpu = time.process_time()
+        load, elapsed = await game_load(
+            target,
+            game,
+            args.concurrency,
+            duration,
+            parse_options(pairs),
+            one_stream,
+            seats_of(game, args.players),
+            args.turn_seconds,
+        )
+        load_cpu_s = time.process_time() - own_cpu
     used = meter.stop()
     per_move = {role: seconds * 1000 / max(load.moves, 1) for role, seconds in used.items()}
     bytes_per_live_match, moves_per_live_match = await live_storage(redis_url, load.live)
@@ -243,6 +328,7 @@ async def measure(
         sum(per_move.values()),
         per_move,
         moves_per_live_match=moves_per_live_match,
+        load_cpu_ms_per_move=load_cpu_s * 1000 / max(load.moves, 1),
     )
 
 
@@ -358,9 +444,15 @@ def print_table(
     roles = ("redis", "replicas", "gateway", "nginx")
     print("server CPU ms per move by process:")
     shares = [
-        [r.game, r.front, *(f"{r.cpu_ms_by_role.get(role, 0.0):.2f}" for role in roles)] for r in results
+        [
+            r.game,
+            r.front,
+            *(f"{r.cpu_ms_by_role.get(role, 0.0):.2f}" for role in roles),
+            f"{r.load_cpu_ms_per_move:.2f}",
+        ]
+        for r in results
     ]
-    print(markdown.table(["game", "through", *roles], shares, text_columns=2))
+    print(markdown.table(["game", "through", *roles, "load generator (not counted)"], shares, text_columns=2))
     print()
     print("the targets in this run:")
     targets = target_rows(results, echo.cpu_ms_per_call, args.game)
@@ -421,6 +513,12 @@ def main() -> None:
         dest="browser",
         action="store_false",
         help="skip the rows of the gateway's web port (Connect, binary, over HTTP/2 and HTTP/1.1)",
+    )
+    parser.add_argument(
+        "--web-load-processes",
+        type=int,
+        default=2,
+        help="processes playing the browser rows' matches (bench/web_load.py), sharing --concurrency",
     )
     parser.add_argument(
         "--turn-seconds",

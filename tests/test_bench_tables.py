@@ -44,6 +44,7 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
         4.853,
         {"redis": 0.3, "nginx": 0.42},
         moves_per_live_match=1234.4,
+        load_cpu_ms_per_move=0.254,
     )
     bench.print_table(
         [figures], baselines.EchoFigures(2142.4, 0.4731), baselines.EchoFigures(2378.0, 0.2161), ARGS
@@ -59,8 +60,10 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
         lines[header + 2]
         == "| happy_mochi | nginx | 51 | 4602 | 303 | 107.4 / 454.0 | 0 | 30,170 (1,234) | 4.85 | 10.3 | - |"
     )
-    split = lines.index("| game | through | redis | replicas | gateway | nginx |")
-    assert lines[split + 2] == "| happy_mochi | nginx | 0.30 | 0.00 | 0.00 | 0.42 |"
+    split = lines.index(
+        "| game | through | redis | replicas | gateway | nginx | load generator (not counted) |"
+    )
+    assert lines[split + 2] == "| happy_mochi | nginx | 0.30 | 0.00 | 0.00 | 0.42 | 0.25 |"
     echo = next(line for line in lines if line.startswith("echo:"))
     assert "the echo and relay server runs on grpc's default core settings" in echo
     relay = next(line for line in lines if line.startswith("relay:"))
