@@ -50,11 +50,21 @@ async def _abort_like(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcE
     await context.abort(error.code(), error.details() or "", trailing)
 
 
-def _route_key(request: bytes) -> bytes:
+def route_key(request: bytes) -> bytes:
+    """The match id a request names (its field 1), as the replicas are hashed on."""
     try:
         return _match_id_of(request).match_id.encode()
     except (DecodeError, UnicodeError):
         return b""  # the replica will say what is wrong with it
+
+
+def routes_match_id(method: Any) -> bool:
+    """Whether a method's call names its match: as field 1 of its request (all unary and
+    server-streaming methods but CreateMatch), or in its seat token (PlayMatch)."""
+    if method.client_streaming:
+        return True
+    first = method.input_type.fields_by_number.get(1)
+    return first is not None and first.name == "match_id"
 
 
 @dataclass
@@ -87,7 +97,7 @@ class Route:
         return (*(kept or ()), (FORWARDED_CLIENT, client))
 
     async def target(self, request: bytes) -> Any:
-        replica = await self.pool.choose(_route_key(request) if self.by_match else b"")
+        replica = await self.pool.choose(route_key(request) if self.by_match else b"")
         return replica.call(self.kind, self.method)
 
     async def target_of_stream(self, context: grpc.aio.ServicerContext) -> Any:

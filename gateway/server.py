@@ -15,7 +15,7 @@ from gateway.backends import ReplicaPool, watch_health
 from gateway.discovery import Resolver, system_resolver
 from gateway.health_port import start_health_port
 from gateway.lobby import LobbyServicer
-from gateway.proxy import GameProxy, Route
+from gateway.proxy import GameProxy, Route, routes_match_id
 from gateway.web import own_listener, start_web
 from services.catalog import rules_module
 from services.runtime import logs, metrics, serving
@@ -23,15 +23,6 @@ from services.runtime.codec import generated_modules
 from services.runtime.limits import ClientBudgets
 from services.runtime.redis_client import connect
 from services.runtime.settings import GatewaySettings, SettingsError
-
-
-def _routes_match_id(method: object) -> bool:
-    """Whether a method's call names its match: as field 1 of its request (all unary and
-    server-streaming methods but CreateMatch), or in its seat token (PlayMatch)."""
-    if method.client_streaming:  # type: ignore[attr-defined]
-        return True
-    first = method.input_type.fields_by_number.get(1)  # type: ignore[attr-defined]
-    return first is not None and first.name == "match_id"
 
 
 def _bind(server: grpc.aio.Server, settings: GatewaySettings) -> int:
@@ -63,7 +54,7 @@ async def build(
                 pool,
                 f"/{service.full_name}/{method.name}",
                 streaming=method.server_streaming,
-                by_match=_routes_match_id(method),
+                by_match=routes_match_id(method),
                 names_client=method.name in ClientBudgets.METHODS,
                 limits=settings.limits,
                 client_streaming=method.client_streaming,

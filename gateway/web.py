@@ -40,7 +40,7 @@ from starlette.staticfiles import StaticFiles
 
 from gateway.backends import ReplicaPool
 from gateway.granian_private import BoundGranian
-from gateway.web_rpc import CODECS, endpoints
+from gateway.web_rpc import CODECS, Backend, endpoints
 from services.runtime.serving import StartupError
 from services.runtime.settings import GatewaySettings, InputLimits
 from services.runtime.tasks import cancel_until_done
@@ -110,18 +110,41 @@ class _GzipLarge:
         await self.app(scope, receive, gzip_large)
 
 
+def _replicas(pool: ReplicaPool) -> Backend:
+    """A game's replicas, chosen as the native port chooses them (backends.ReplicaPool)."""
+
+    async def backend(kind: str, path: str, key: bytes) -> Any:
+        return (await pool.choose(key)).call(kind, path)
+
+    return backend
+
+
+def _own(gateway: grpc.aio.Channel) -> Backend:
+    """The gateway's own services, on its own port; each method's call made once."""
+    made: dict[tuple[str, str], Any] = {}
+
+    async def backend(kind: str, path: str, key: bytes) -> Any:
+        call = made.get((kind, path))
+        if call is None:
+            call = made[(kind, path)] = getattr(gateway, kind)(path)
+        return call
+
+    return backend
+
+
 def _rpc_endpoints(
     pools: list[ReplicaPool], gateway: grpc.aio.Channel, limits: InputLimits
 ) -> dict[str, Any]:
     known = descriptor_pool.Default()
     routes: dict[str, Any] = {}
     for pool in pools:
-        routes.update(endpoints(known.FindServiceByName(pool.service), pool.pick, limits))
-    for own in (
+        routes.update(endpoints(known.FindServiceByName(pool.service), _replicas(pool), limits))
+    own = _own(gateway)
+    for service in (
         lobby_pb2.DESCRIPTOR.services_by_name["Lobby"],
         health_pb2.DESCRIPTOR.services_by_name["Health"],
     ):
-        routes.update(endpoints(own, lambda: gateway, limits))
+        routes.update(endpoints(service, own, limits))
     return routes
 
 

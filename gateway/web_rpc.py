@@ -11,7 +11,7 @@ cancelled handler cancels the backend call.
 from __future__ import annotations
 
 import base64
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import grpc
@@ -25,12 +25,15 @@ from google.protobuf import descriptor, descriptor_pb2, json_format, message_fac
 from google.rpc import status_pb2
 from protobuf.wkt import Any as AnyDetail
 
-from gateway.proxy import DEFAULT_UNARY_TIMEOUT_S
+from gateway.proxy import DEFAULT_UNARY_TIMEOUT_S, route_key, routes_match_id
+from services.runtime.errors import ServiceError, to_status
 from services.runtime.limits import FORWARDED_CLIENT, client_named
 from services.runtime.settings import InputLimits
 
-# Picks the channel for one call: a replica of the game, or the gateway's own port.
-ChannelPicker = Callable[[], grpc.aio.Channel]
+# Where one call goes: (the channel's factory, unary_unary or unary_stream; the method's
+# path; the match id the request names, or b"") -> the multicallable of a replica of the
+# game (the one the match id hashes to, as on the native port), or of the gateway's own port.
+Backend = Callable[[str, str, bytes], Awaitable[Any]]
 
 _STATUS_DETAILS = "grpc-status-details-bin"
 # Request headers that belong to HTTP, the browser or the web protocol, not to the call.
@@ -133,22 +136,36 @@ def _timeout_s(ctx: RequestContext[Any, Any], default: float | None) -> float | 
     return default if remaining_ms is None else max(remaining_ms / 1000, 0.001)
 
 
-def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
-    """The backend's status as a Connect error, rich details included."""
-    name = error.code().name
+def _connect_error(name: str, message: str, trailing: Any) -> ConnectError:
     code = Code.CANCELED if name == "CANCELLED" else Code[name]
     details: list[ErrorDetail] = []
-    for key, value in error.trailing_metadata() or ():
+    for key, value in trailing or ():
         if key == _STATUS_DETAILS and isinstance(value, bytes):
             status = status_pb2.Status.FromString(value)
             details = [ErrorDetail(AnyDetail(type_url=d.type_url, value=d.value)) for d in status.details]
-    return ConnectError(code, error.details() or "", details)
+    return ConnectError(code, message, details)
 
 
-def _unary(path: str, pick: ChannelPicker, output: type[Raw], limits: InputLimits) -> Any:
+def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
+    """The backend's status as a Connect error, rich details included."""
+    return _connect_error(error.code().name, error.details() or "", error.trailing_metadata())
+
+
+async def _target(backend: Backend, kind: str, path: str, key: bytes) -> Any:
+    """The backend's multicallable; no replica reachable is UNAVAILABLE with its details,
+    as the native port answers it."""
+    try:
+        return await backend(kind, path, key)
+    except ServiceError as error:
+        status = to_status(error)
+        raise _connect_error(status.code.name, status.details, status.trailing_metadata) from None
+
+
+def _unary(path: str, backend: Backend, by_match: bool, output: type[Raw], limits: InputLimits) -> Any:
     async def forward(request: Raw, ctx: RequestContext[Any, Any]) -> Raw:
-        call = pick().unary_unary(path, request_serializer=_serialize, response_deserializer=output)(
-            request,
+        target = await _target(backend, "unary_unary", path, route_key(request.data) if by_match else b"")
+        call = target(
+            request.data,
             metadata=_metadata(ctx, limits),
             timeout=_timeout_s(ctx, DEFAULT_UNARY_TIMEOUT_S),
             wait_for_ready=True,
@@ -159,15 +176,18 @@ def _unary(path: str, pick: ChannelPicker, output: type[Raw], limits: InputLimit
             raise connect_error(error) from None
         _copy_metadata(await call.initial_metadata(), ctx.response_headers)
         _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
-        return response
+        return output(response)
 
     return forward
 
 
-def _server_stream(path: str, pick: ChannelPicker, output: type[Raw], limits: InputLimits) -> Any:
+def _server_stream(
+    path: str, backend: Backend, by_match: bool, output: type[Raw], limits: InputLimits
+) -> Any:
     async def forward(request: Raw, ctx: RequestContext[Any, Any]) -> AsyncIterator[Raw]:
-        call = pick().unary_stream(path, request_serializer=_serialize, response_deserializer=output)(
-            request, metadata=_metadata(ctx, limits), timeout=_timeout_s(ctx, None), wait_for_ready=True
+        target = await _target(backend, "unary_stream", path, route_key(request.data) if by_match else b"")
+        call = target(
+            request.data, metadata=_metadata(ctx, limits), timeout=_timeout_s(ctx, None), wait_for_ready=True
         )
         first = True
         try:
@@ -176,7 +196,7 @@ def _server_stream(path: str, pick: ChannelPicker, output: type[Raw], limits: In
                     # Headers go out with the first message (connectrpc waits for it).
                     _copy_metadata(await call.initial_metadata(), ctx.response_headers)
                     first = False
-                yield response
+                yield output(response)
             _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
         except grpc.aio.AioRpcError as error:
             raise connect_error(error) from None
@@ -188,15 +208,12 @@ def _server_stream(path: str, pick: ChannelPicker, output: type[Raw], limits: In
     return forward
 
 
-def _serialize(message: Raw) -> bytes:
-    return message.data
-
-
 def endpoints(
-    service: descriptor.ServiceDescriptor, pick: ChannelPicker, limits: InputLimits | None = None
+    service: descriptor.ServiceDescriptor, backend: Backend, limits: InputLimits | None = None
 ) -> Mapping[str, Endpoint[Any, Any]]:
-    """``/<package>.<Service>/<Method>`` -> an endpoint forwarding it, for every unary and
-    server-streaming method of ``service``, its messages ``Raw`` (served with ``CODECS``).
+    """``/<package>.<Service>/<Method>`` -> an endpoint forwarding it to ``backend``, for
+    every unary and server-streaming method of ``service``, its messages ``Raw`` (served with
+    ``CODECS``); a call naming its match goes where the match's other calls go.
     PlayMatch (bidirectional) is not offered to browsers, whose fetch cannot stream a
     request: they play by WatchMatch and SubmitMove."""
     built: dict[str, Endpoint[Any, Any]] = {}
@@ -217,8 +234,10 @@ def endpoints(
             stream_type=StreamType.SERVER_STREAM if method.server_streaming else StreamType.UNARY,
         )
         path = f"/{service.full_name}/{method.name}"
+        by_match = routes_match_id(method)
         if method.server_streaming:
-            built[path] = Endpoint.server_stream(info, _server_stream(path, pick, output_class, limits))
+            forward = _server_stream(path, backend, by_match, output_class, limits)
+            built[path] = Endpoint.server_stream(info, forward)
         else:
-            built[path] = Endpoint.unary(info, _unary(path, pick, output_class, limits))
+            built[path] = Endpoint.unary(info, _unary(path, backend, by_match, output_class, limits))
     return built

@@ -108,6 +108,20 @@ async def test_unary_calls_carry_the_seat_token(web: WebClient) -> None:
     assert health.status == health_pb2.HealthCheckResponse.SERVING
 
 
+async def test_a_matchs_calls_go_to_one_replica(web_stack: WebStack) -> None:
+    """As on the native port, every call about a match goes to the replica its id hashes to,
+    whose decoded state of it stays warm: no other replica ever reads it."""
+    replicas = [service.scheduler.service for service in web_stack.cluster.services["happy_mochi"]]
+    assert len(replicas) == 2
+    async with httpx.AsyncClient(timeout=20) as http:
+        web = WebClient(http, web_stack.url, "connect-proto")
+        for _ in range(4):
+            match_id, tokens = await started_match(web)
+            await play(web, match_id, tokens, 3)
+            holding = [n for n, replica in enumerate(replicas) if replica.cache.peek(match_id) is not None]
+            assert len(holding) == 1, f"match {match_id} read by replicas {holding}"
+
+
 async def test_watch_resumes_after_the_last_event_seen(web: WebClient) -> None:
     match_id, tokens = await started_match(web)
     await play(web, match_id, tokens, 2)
