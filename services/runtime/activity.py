@@ -1,19 +1,21 @@
 """What the players see of a commit: the activity stream, their match indexes, their turns.
 
-After a commit of a match with a seat bound to a player (a JoinMatch that carried a
+For a commit of a match with a seat bound to a player (a JoinMatch that carried a
 session), the authority:
 - appends a notice per event to the game's activity stream (``keys.activity``; fields in
   docs/players.md): "match_started", "your_turn" when the set of active seats grows to
   include a seat (not again for every move of a seat that keeps the turn), "timed_out",
-  "match_ended". The notifier and ratings workers read it with consumer groups.
+  "match_ended". The notifier and ratings workers read it with consumer groups. The entries
+  are made before the commit and written by the commit script itself, so a commit never
+  stands without them (services/runtime/outbox.py: on a cluster, through the match's outbox).
 - writes the match's facts into each bound player's index (``keys.player_matches`` and
   ``keys.player_match_facts``), newest revision wins, skipped once the player is deleted;
   ListMyMatches reads only these.
 - publishes each notice to the player's channel (``keys.player_turns``) for WatchMyTurns.
 
-Matches without a bound seat cost nothing here. The writes follow the commit (other hash
-slots), in one pipelined round trip on one Redis: a process that dies between the two
-loses that commit's notices, and the index catches up at the match's next commit.
+Matches without a bound seat cost nothing here. The index and the channel's notices follow
+the commit (other hash slots), in one pipelined round trip on one Redis: a process that dies
+between the two leaves the index to catch up at the match's next commit.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import structlog
 
 from services.runtime import keys, redis_client
 from services.runtime.history import StoredEvent
+from services.runtime.outbox import Notices, Outbox
 from services.runtime.redis_client import RedisClient
 from services.runtime.tables import Seats
 
@@ -88,13 +91,21 @@ def notice_id(match_id: str, version: int, notice: str, player_id: str) -> str:
 class Pending:
     """What a commit about to be made changes for the players (``Activity.before_commit``)."""
 
-    active_before: list[int]
-    active_after: list[int]
     players: list[str]
     bots: list[str]
-    deadlines: dict[int, int]
     # Players bound to a seat before that are no longer (they left a waiting match).
     gone: list[str]
+    # The match's public facts as the commit leaves them, and the commit's time (Unix ms).
+    facts: Any
+    now_ms: int
+    # Each notice with the seats it concerns, and their activity entries (None: no notice).
+    notices: list[tuple[str, list[int]]]
+    entries: Notices | None
+
+
+def notices_of(pending: Pending | None) -> Notices | None:
+    """The activity entries the commit script writes with the commit (services/runtime/store.py)."""
+    return None if pending is None else pending.entries
 
 
 class Activity:
@@ -103,11 +114,20 @@ class Activity:
         self.game = game
         self.maxlen = maxlen
         self._index = redis.register_script(_INDEX)
+        self.outbox = Outbox(redis, game)
 
-    def before_commit(self, seats: Seats, active: Callable[[], list[int]]) -> Pending | None:
-        """Before the commit of a match whose seats are as ``seats`` leaves them: remember
-        its active seats (``active()``) in the record, so the next commit knows whose turn
-        is new. None (and nothing to do) when no seat is bound to a player."""
+    def before_commit(
+        self,
+        seats: Seats,
+        active: Callable[[], list[int]],
+        facts: Callable[[], Any],
+        events: list[StoredEvent],
+        now_ms: int,
+    ) -> Pending | None:
+        """Before the commit of a match whose seats are as ``seats`` leaves them, with
+        ``events``: remember its active seats (``active()``) in the record, so the next commit
+        knows whose turn is new, and make the commit's notices from its public facts as it
+        leaves them (``facts()``). None (and nothing to do) when no seat is bound to a player."""
         players = seats.players()
         lifecycle = seats.lifecycle
         indexed = [str(p) for p in lifecycle.get("indexed", [])]
@@ -119,20 +139,28 @@ class Activity:
         after = active()
         lifecycle["turns"] = after
         deadlines = {int(c["seat"]): int(c["deadline_unix_ms"]) for c in seats.clocks()}
-        return Pending(before, after, players, seats.bots(), deadlines, gone)
+        bots = seats.bots()
+        public = facts()
+        notices = self._notices(before, after, public, events) if any(players) else []
+        entries = [
+            self._entry(notice, concerned, players, bots, deadlines, public, now_ms)
+            for notice, concerned in notices
+        ]
+        outbox = Notices.of(self.game, entries, self.maxlen) if entries else None
+        return Pending(players, bots, gone, public, now_ms, notices, outbox)
 
-    async def after_commit(
-        self, pending: Pending, facts: Any, rev: int, events: list[StoredEvent], now_ms: int
-    ) -> None:
-        """After the commit (``facts``: the match's public facts at revision ``rev``)."""
+    async def after_commit(self, pending: Pending, rev: int) -> None:
+        """After the commit that made revision ``rev``."""
         try:
-            await self._write(pending, facts, rev, events, now_ms)
+            await self._write(pending, rev)
         except Exception:
-            # The commit stands; the index catches up at the next one.
+            # The commit stands, its notices with it (a cluster's sweep delivers them); the
+            # index catches up at the next one.
+            facts = pending.facts
             log.exception("activity_write_failed", match_id=facts.match_id, version=facts.version)
 
     def _notices(
-        self, pending: Pending, facts: Any, events: list[StoredEvent]
+        self, before: list[int], after: list[int], facts: Any, events: list[StoredEvent]
     ) -> list[tuple[str, list[int]]]:
         every = list(range(facts.players))
         notices: list[tuple[str, list[int]]] = []
@@ -142,41 +170,54 @@ class Activity:
         for body in bodies:
             if TIMED_OUT in body:
                 notices.append((TIMED_OUT, [int(body[TIMED_OUT]["seat"])]))
-        new_turns = [s for s in pending.active_after if s not in pending.active_before]
+        new_turns = [s for s in after if s not in before]
         if new_turns:
             notices.append((YOUR_TURN, new_turns))
         if any(MATCH_ENDED in b for b in bodies):
             notices.append((MATCH_ENDED, every))
         return notices
 
-    async def _write(
-        self, pending: Pending, facts: Any, rev: int, events: list[StoredEvent], now_ms: int
-    ) -> None:
-        notices = self._notices(pending, facts, events) if any(pending.players) else []
+    def _entry(
+        self,
+        notice: str,
+        concerned: list[int],
+        players: list[str],
+        bots: list[str],
+        deadlines: dict[int, int],
+        facts: Any,
+        now_ms: int,
+    ) -> dict[str, str]:
+        """One activity entry (docs/notifications.md)."""
+        humans = ["" if bot else player for player, bot in zip(players, bots, strict=True)]
+        return {
+            "notice": notice,
+            "game": self.game,
+            "match_id": facts.match_id,
+            "version": str(facts.version),
+            "at_ms": str(now_ms),
+            "players": _json(humans).decode(),
+            "bots": _json([s for s, bot in enumerate(bots) if bot]).decode(),
+            "seats": _json(concerned).decode(),
+            "deadlines": _json({str(s): d for s, d in deadlines.items()}).decode(),
+            "status": facts.status,
+            "scores": _json(facts.scores if notice == MATCH_ENDED else []).decode(),
+            "winners": _json(facts.winners if notice == MATCH_ENDED else []).decode(),
+            "table": _json({"players": facts.players, "options": facts.table}).decode(),
+        }
+
+    async def _write(self, pending: Pending, rev: int) -> None:
+        facts, now_ms, notices = pending.facts, pending.now_ms, pending.notices
+        if pending.entries is not None and not self.outbox.in_commit:
+            try:
+                await self.outbox.deliver(facts.match_id, rev - 1, pending.entries)
+            except Exception:
+                # Still in the outbox, and marked: the scheduler's sweep delivers them.
+                log.exception("outbox_deliver_failed", match_id=facts.match_id, version=facts.version)
         humans = ["" if bot else player for player, bot in zip(pending.players, pending.bots, strict=True)]
         ended = facts.status in ("FINISHED", "ABANDONED")
-        # In order: the stream's entries, the indexes, then the notices, so a client told of
-        # a notice lists its matches as of that commit at least.
+        # In order: the indexes, then the notices, so a client told of a notice lists its
+        # matches as of that commit at least.
         commands: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
-        for notice, seats in notices:
-            entry = {
-                "notice": notice,
-                "game": self.game,
-                "match_id": facts.match_id,
-                "version": str(facts.version),
-                "at_ms": str(now_ms),
-                "players": _json(humans).decode(),
-                "bots": _json([s for s, bot in enumerate(pending.bots) if bot]).decode(),
-                "seats": _json(seats).decode(),
-                "deadlines": _json({str(s): d for s, d in pending.deadlines.items()}).decode(),
-                "status": facts.status,
-                "scores": _json(facts.scores if notice == MATCH_ENDED else []).decode(),
-                "winners": _json(facts.winners if notice == MATCH_ENDED else []).decode(),
-                "table": _json({"players": facts.players, "options": facts.table}).decode(),
-            }
-            commands.append(
-                ("xadd", (keys.activity(self.game), entry), {"maxlen": self.maxlen, "approximate": True})
-            )
         member = index_member(self.game, facts.match_id)
         for player in pending.gone:
             commands.append(("zrem", (keys.player_matches(player), member), {}))

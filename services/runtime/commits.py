@@ -7,6 +7,8 @@ seats' players; a commit that lost the race writes nothing and its caller decide
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -14,7 +16,7 @@ import structlog
 
 from services.engine import Event
 from services.runtime import keys, metrics
-from services.runtime.activity import Pending
+from services.runtime.activity import Pending, notices_of
 from services.runtime.history import StoredEvent
 from services.runtime.outcomes import ABANDONED, FINISHED
 from services.runtime.reading import MatchReader, active_seats
@@ -41,19 +43,21 @@ class MatchCommits(MatchReader):
         record.updated_at = self.clock()
         folded = wake and self.store.wakes_in_commit
         due = await self.set_clocks(record, None, lower=not folded)
-        pending = self.activity.before_commit(
-            self.seats(record), lambda: active_seats(self.decode_state(record.state), record.status)
-        )
+        pending = self.players_pending(record, None, stored)
         with self.hub.committing(record.match_id):
             result = await self.store.commit(
-                record, stored, self.ttl(record), wake_due_ms=due if folded else None
+                record,
+                stored,
+                self.ttl(record),
+                wake_due_ms=due if folded else None,
+                notices=notices_of(pending),
             )
             if result.outcome != "ok":
                 return False
             record.rev = result.rev
             self.cache.evict(record.match_id)
             self.hub.committed(previous, stored, record)
-        await self.tell_players(pending, record, stored)
+        await self.tell_players(pending, record)
         if wake:
             await self.wake(record, due)
         return True
@@ -80,16 +84,18 @@ class MatchCommits(MatchReader):
         stored = self.advance(record, state, events)
         await self.set_clocks(record, seat, timed_out, hand_to_bot, state)
         feed = self.feed_entry(record, seat, stored)
-        pending = self.activity.before_commit(self.seats(record), lambda: active_seats(state, record.status))
+        pending = self.players_pending(record, state, stored)
         with self.hub.committing(record.match_id):
-            result = await self.store.commit(record, stored, self.ttl(record), feed=feed)
+            result = await self.store.commit(
+                record, stored, self.ttl(record), feed=feed, notices=notices_of(pending)
+            )
             if result.outcome != "ok":
                 return False
             record.rev = result.rev
             # Not kept: the scheduler goes on changing this record for its next step.
             self.cache.evict(record.match_id)
             self.hub.committed(previous, stored, record)
-        await self.tell_players(pending, record, stored)
+        await self.tell_players(pending, record)
         metrics.move_committed(self.game.name)
         return True
 
@@ -154,12 +160,25 @@ class MatchCommits(MatchReader):
             # Committed already; the entry lowered before the commit stands in for this one.
             log.exception("due_wake_failed", version=record.version)
 
-    async def tell_players(
-        self, pending: Pending | None, record: MatchRecord, stored: list[StoredEvent]
-    ) -> None:
+    def players_pending(self, record: MatchRecord, state: Any, stored: list[StoredEvent]) -> Pending | None:
+        """Before the commit of ``record`` with ``stored`` (``state``: its new state, None to
+        decode it from the record when needed): what it tells the players, with the notices the
+        commit writes (services/runtime/activity.py); None when no seat is bound to a player."""
+        decoded: Callable[[], Any] = functools.cache(
+            lambda: self.decode_state(record.state) if state is None else state
+        )
+        return self.activity.before_commit(
+            self.seats(record),
+            lambda: active_seats(decoded(), record.status),
+            lambda: self.facts(record, decoded()),
+            stored,
+            self.now_ms(),
+        )
+
+    async def tell_players(self, pending: Pending | None, record: MatchRecord) -> None:
         """After a commit of a match with a seat bound to a player (services/runtime/activity.py)."""
         if pending is not None:
-            await self.activity.after_commit(pending, self.facts(record), record.rev, stored, self.now_ms())
+            await self.activity.after_commit(pending, record.rev)
 
     def feed_entry(self, record: MatchRecord, seat: int, events: list[StoredEvent]) -> FeedEntry:
         """The move's entry in the per-game feed for downstream consumers (the match's history,

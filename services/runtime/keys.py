@@ -27,6 +27,13 @@ def requests(match_id: str) -> str:
     return f"{PREFIX}:{{{match_id}}}:requests"
 
 
+def outbox(match_id: str) -> str:
+    """List of the match's committed activity notices not yet in its game's activity stream
+    (a Redis Cluster only, where the stream is in another slot): each element one commit's
+    entries, pushed by the commit script and removed once appended (services.runtime.outbox)."""
+    return f"{PREFIX}:{{{match_id}}}:outbox"
+
+
 def game_moves(game: str) -> str:
     """Capped stream of every accepted move of one game, for downstream consumers."""
     return f"{PREFIX}:game:{game}:moves"
@@ -36,6 +43,13 @@ def due(game: str) -> str:
     """Sorted set of one game's live matches, scored by when a server action is next due
     (a turn deadline, a bot's move, the idle reaper), Unix ms on Redis's clock."""
     return f"{PREFIX}:game:{game}:due"
+
+
+def outbox_marks(game: str) -> str:
+    """Sorted set of one game's ``<match id>/<rev>`` marks, each written before a commit that
+    fills the match's outbox, scored by when (Unix ms on Redis's clock), removed once the outbox
+    is delivered; the scheduler sweeps the old ones (services.runtime.outbox)."""
+    return f"{PREFIX}:game:{game}:outbox"
 
 
 def public_matches(game: str) -> str:

@@ -9,7 +9,6 @@ here knows about protobuf or gRPC: the servicer translates, ``errors`` maps.
 
 from __future__ import annotations
 
-import functools
 import random
 import secrets
 from typing import Any
@@ -18,7 +17,7 @@ import structlog
 
 from services.engine import Event
 from services.runtime import auth, checks, keys, metrics
-from services.runtime.activity import Pending, live_matches
+from services.runtime.activity import Pending, live_matches, notices_of
 from services.runtime.commits import MatchCommits
 from services.runtime.errors import Aborted, InvalidArgument, ResourceExhausted
 from services.runtime.history import RecordedAnswer, StoredEvent
@@ -225,7 +224,7 @@ class MatchService(MatchCommits, MatchWatching):
             folded = self.store.wakes_in_commit
             due = await self.set_clocks(record, seat, state=state, lower=not folded)
             active = active_seats(state, record.status)
-            pending = self.activity.before_commit(self.seats(record), functools.partial(list, active))
+            pending = self.players_pending(record, state, stored)
             first = MoveResult(
                 version=record.version,
                 events=[e for e in stored if e.visible_to(seat)],
@@ -242,6 +241,7 @@ class MatchService(MatchCommits, MatchWatching):
                     RecordedAnswer(active, record.status) if request_id else None,
                     self.feed_entry(record, seat, stored),
                     wake_due_ms=due if folded else None,
+                    notices=notices_of(pending),
                 )
                 if result.outcome == "duplicate" and not request_id:
                     # This attempt's own commit, re-sent after its reply was lost: it is in, and
@@ -280,7 +280,7 @@ class MatchService(MatchCommits, MatchWatching):
         self.cache.put(record, state)
         self.hub.committed(previous, stored, record)
         metrics.move_committed(self.game.name)
-        await self.tell_players(pending, record, stored)
+        await self.tell_players(pending, record)
         await self.wake(record, due)
         log.debug("move_committed", version=record.version, status=record.status)
         return first

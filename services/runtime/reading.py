@@ -138,9 +138,11 @@ class MatchReader:
 
     # -- what a caller may read ---------------------------------------------------------------
 
-    def facts(self, record: MatchRecord) -> MatchFacts:
+    def facts(self, record: MatchRecord, state: Any = None) -> MatchFacts:
+        """The match's public facts; with ``state``, of a record about to be committed with it
+        (the cache holds the stored one)."""
         status = self.status_of(record)
-        state = self.state_of(record)
+        state = self.state_of(record) if state is None else state
         over = status == FINISHED
         seats = self.seats(record)
         return MatchFacts(

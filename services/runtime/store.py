@@ -35,6 +35,7 @@ from services.runtime.due import wake_lua
 from services.runtime.event_packing import packing_for
 from services.runtime.history import KEEP_RECENT, HistoryReads, RecordedAnswer, StoredCommit, StoredEvent
 from services.runtime.history_chunks import merge_chunks, pack_chunk
+from services.runtime.outbox import Notices, Outbox
 from services.runtime.record import MatchRecord
 from services.runtime.redis_client import IdleClosingPool, RedisClient, text
 
@@ -91,7 +92,10 @@ end
 #       10 archived chunk ('' = none), 11 the tail's first element it was made from,
 #       12 the match's due time to wake its due-set entry with ('' = none; one Redis only:
 #       the due set is then the last key), 13 the match id (the due set's member),
-#       14 how many of the archive's last elements the chunk replaces (merged into it).
+#       14 how many of the archive's last elements the chunk replaces (merged into it),
+#       15 the commit's activity notices ('' = none; services/runtime/outbox.py), 16 the
+#       index in KEYS of the key they go to, 17 the activity stream's cap: the stream itself
+#       on one Redis, or 0: the match's outbox (its own slot) on a cluster.
 # Returns {'ok', new rev[, the tail's oldest CHUNK elements, the archive's first chunk
 # (false: none yet)[, its last MERGE - 1 elements, to merge] when they are due for the
 # archive]}, {'conflict', rev} or {'duplicate', version}.
@@ -130,6 +134,17 @@ for i = 1, 4 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
 if ARGV[7] ~= '' then redis.call('PUBLISH', KEYS[5], ARGV[7]) end
 if ARGV[9] ~= '' and KEYS[6] then
   redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[8], '*', unpack(cjson.decode(ARGV[9])))
+end
+if ARGV[15] ~= '' then
+  local into = KEYS[tonumber(ARGV[16])]
+  if ARGV[17] == '0' then
+    redis.call('RPUSH', into, ARGV[15])
+    redis.call('EXPIRE', into, ARGV[3])
+  else
+    for _, fields in ipairs(cjson.decode(ARGV[15])) do
+      redis.call('XADD', into, 'MAXLEN', '~', ARGV[17], '*', unpack(fields))
+    end
+  end
 end
 if ARGV[12] ~= '' then
 WAKE
@@ -198,6 +213,8 @@ class MatchStore(HistoryReads):
         self._feed_in_commit = not isinstance(client, aioredis.RedisCluster)
         # The same for waking the match's due-set entry (services/runtime/due.py).
         self.wakes_in_commit = self._feed_in_commit
+        # Where a commit's activity notices go: the stream (one Redis) or the match's outbox.
+        self.outbox = Outbox(client, game)
         pool = getattr(client, "connection_pool", None)
         self._quick: Callable[..., Awaitable[Any]] | None = (
             pool.quick if isinstance(pool, IdleClosingPool) else None
@@ -267,12 +284,15 @@ class MatchStore(HistoryReads):
         answer: RecordedAnswer | None = None,
         feed: FeedEntry | None = None,
         wake_due_ms: int | None = None,
+        notices: Notices | None = None,
     ) -> CommitResult:
         """Write ``record`` if nobody wrote since it was loaded (its ``rev``), with
         ``events`` (one version's, in order), the ``request`` digest and the ``answer`` a
         retry of it gets; once it is written, append ``feed`` to its per-game feed. With
         ``wake_due_ms`` (only where ``wakes_in_commit``), the match's entry in its game's
-        due set is woken with that time in the same script."""
+        due set is woken with that time in the same script. ``notices`` go in the same
+        script too: into the activity stream, or on a cluster into the match's outbox, marked
+        first (services/runtime/outbox.py; the committer delivers them after)."""
         match_id = record.match_id
         in_commit = feed is not None and self._feed_in_commit
         feed_fields = [str(v) for pair in feed.fields.items() for v in pair] if feed is not None else []
@@ -303,6 +323,15 @@ class MatchStore(HistoryReads):
         if in_commit:
             assert feed is not None
             script_keys.append(feed.key)
+        if notices is None:
+            argv += ["", 0, 0]
+        elif self.outbox.in_commit:
+            script_keys.append(keys.activity(notices.game))
+            argv += [notices.payload, len(script_keys), notices.maxlen]
+        else:
+            await self.outbox.mark(match_id, record.rev)
+            script_keys.append(keys.outbox(match_id))
+            argv += [notices.payload, len(script_keys), 0]
         if wake_due_ms is not None:
             assert self.wakes_in_commit, "the due set is in another slot: wake it after the commit"
             script_keys.append(keys.due(record.game))

@@ -7,6 +7,10 @@ mid-way, the entry becomes due again and another takes over. What it does is com
 the match's compare-and-set, and the record says what is due, so a second firing of the same
 deadline finds it already handled. Then it settles the entry from the record it holds, which
 is fresh: its own commits do not wake the entry, everyone else's do.
+
+On a Redis Cluster it also sweeps the game's outboxes (services/runtime/outbox.py) every
+``OUTBOX_SWEEP_EVERY_S``: the activity notices of commits whose committer died before it
+appended them.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from services.runtime.bot_pool import IN_FLIGHT_PER_WORKER, BotPool, RoundEvents
 from services.runtime.bots import bot_move, timeout_move
 from services.runtime.lifecycle import abandon, left_in_progress
 from services.runtime.matches import IN_PROGRESS, WAITING, MatchService
+from services.runtime.outbox import GRACE_MS
 from services.runtime.record import MatchRecord
 from services.runtime.stalls import StallWatch
 from services.runtime.tables import POLICY_ABANDON
@@ -43,6 +48,8 @@ RETRY_AFTER_ERROR_S = 1.0
 # a hundred bot matches on one worker cost the loop a few looks a second, not hundreds.
 BUSY_WORKERS_RETRY_MS = 500
 PARKED_RECHECK_MAX_MS = 10_000
+# A sweep is one script call when no committer died: a small share of the grace it waits out.
+OUTBOX_SWEEP_EVERY_S = 1.0
 
 
 class Scheduler:
@@ -81,8 +88,13 @@ class Scheduler:
         await cancel_until_done(list(self._fires))
 
     async def run(self) -> None:
+        outbox = self.service.activity.outbox
+        next_sweep = time.monotonic()
         while not self._stopping:
             try:
+                if not outbox.in_commit and time.monotonic() >= next_sweep:
+                    next_sweep = time.monotonic() + OUTBOX_SWEEP_EVERY_S
+                    await self.sweep_outboxes()
                 claimed = await self.tick()
             except asyncio.CancelledError:
                 raise
@@ -94,6 +106,11 @@ class Scheduler:
                 continue
             if claimed < CLAIM_BATCH:
                 await asyncio.sleep(self.settings.scheduler_tick_ms / 1000)
+
+    async def sweep_outboxes(self, grace_ms: int = GRACE_MS) -> int:
+        """Append the notices that commits older than ``grace_ms`` left in their match's outbox
+        (their committer died first): how many."""
+        return await self.service.activity.outbox.sweep(self.settings.game_stream_maxlen, grace_ms)
 
     async def claim(self) -> tuple[list[str], str]:
         """Hold every due match (up to a batch): their ids and the lease score."""
