@@ -75,11 +75,13 @@ class CpuMeter:
 
 
 @contextlib.contextmanager
-def running_echo() -> Iterator[tuple[str, int]]:
+def running_echo(backend: str | None = None) -> Iterator[tuple[str, int]]:
+    """An echo server; with ``backend`` (an echo server's address), a forwarder to it."""
     address = f"127.0.0.1:{free_port()}"
     # The yardstick stays grpc's own defaults, whatever the services run on (grpc_core.py).
     env = {k: v for k, v in os.environ.items() if k != "GRPC_EXPERIMENTS"}
-    server = subprocess.Popen([sys.executable, "-m", "bench.echo", address], env=env)
+    command = [sys.executable, "-m", "bench.echo", address, *([backend] if backend else [])]
+    server = subprocess.Popen(command, env=env)
     try:
         wait_for_port(int(address.rsplit(":", 1)[1]))
         yield address, server.pid
@@ -94,7 +96,11 @@ class EchoFigures:
     cpu_ms_per_call: float
 
 
-async def echo_figures(address: str, pid: int, concurrency: int, duration_s: float) -> EchoFigures:
+async def echo_figures(
+    address: str, pid: int, concurrency: int, duration_s: float, behind: tuple[int, ...] = ()
+) -> EchoFigures:
+    """Echo calls from ``concurrency`` callers for ``duration_s``: calls/s and the server CPU
+    per call of ``pid`` and the processes ``behind`` it (a forwarder's echo server)."""
     calls = 0
     payload = os.urandom(64)
     async with grpc.aio.insecure_channel(address) as channel:
@@ -108,7 +114,7 @@ async def echo_figures(address: str, pid: int, concurrency: int, duration_s: flo
                 calls += 1
 
         await echo(payload)  # connected before the window opens
-        meter = CpuMeter({"echo": [pid]})
+        meter = CpuMeter({"echo": [pid, *behind]})
         meter.start()
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))

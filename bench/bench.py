@@ -356,7 +356,9 @@ async def durable(redis_url: str) -> None:
         await client.aclose()
 
 
-async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int]) -> None:
+async def bench(
+    args: argparse.Namespace, system: System, echo: tuple[str, int], forwarder: tuple[str, int]
+) -> None:
     await durable(system.redis_url)
     store_pid = await redis_pid(system.redis_url)
     games = args.all_games
@@ -364,6 +366,7 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
     fronts.append((PYTHON_GATEWAY, system.python_gateway))
     echoes: list[EchoFigures] = []
     relays: list[EchoFigures] = []
+    forwarded: list[EchoFigures] = []
     rounds: dict[str, list[Figures]] = {}
     # (front, its address, PlayMatch, the browser's HTTP version on the web port or None)
     configurations: list[tuple[str, str, bool, str | None]] = [
@@ -382,6 +385,10 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
         echoes.append(await echo_figures(*echo, args.concurrency, args.echo_duration))
         print(f"relay baseline: {args.concurrency} stream pairs for {args.echo_duration:g} s ...", flush=True)
         relays.append(await relay_figures(*echo, args.concurrency, args.echo_duration))
+        print(f"forwarded echo baseline: {args.concurrency} concurrent callers ...", flush=True)
+        forwarded.append(
+            await echo_figures(*forwarder, args.concurrency, args.echo_duration, behind=(echo[1],))
+        )
         for front, target, one_stream, web in configurations:
             print(
                 f"{args.game} through {front} by {web or ''} {CLIENTS[one_stream]}: {args.concurrency}"
@@ -401,13 +408,17 @@ async def bench(args: argparse.Namespace, system: System, echo: tuple[str, int])
         print(f"{game} through {others_front} by PlayMatch for {args.others_duration:g} s ...", flush=True)
         roles = server_roles(system, store_pid, games, game, args.replicas)
         results.append(await measure(game, others_front, others_target, roles, system.redis_url, args, True))
-    print_table(results, echo_figures_, relay, args)
+    print_table(results, echo_figures_, relay, args, median_of(forwarded))
     if args.workers:
         await bench_workers.run(system.redis_url, args.notices_per_s, args.duration, args.matches)
 
 
 def print_table(
-    results: list[Figures], echo: EchoFigures, relay: EchoFigures, args: argparse.Namespace
+    results: list[Figures],
+    echo: EchoFigures,
+    relay: EchoFigures,
+    args: argparse.Namespace,
+    forwarded: EchoFigures | None = None,
 ) -> None:
     print()
     header = [
@@ -472,6 +483,14 @@ def print_table(
         " pairs of streams; a move is one message in and two out, to its sender and to the other stream:"
         " the least a PlayMatch move costs on grpc.aio, with no Redis, rules or checks)"
     )
+    if forwarded is not None:
+        print(
+            f"forwarded echo: {forwarded.calls_per_s:.0f} calls/s, {forwarded.cpu_ms_per_call:.3f} ms of"
+            f" server CPU per call = {forwarded.cpu_ms_per_call / echo.cpu_ms_per_call:.2f} echo calls"
+            " (the echo through a bare grpc.aio forwarder, both processes counted: the least a unary"
+            " call through a gateway to a replica costs, with no Redis, rules or checks; every"
+            " SubmitMove, native or from a browser, pays it, and its watch's events on top)"
+        )
     print(
         f"{args.concurrency} concurrent matches of {args.players} seats (--players); {args.replicas}"
         " replica(s) per game;"
@@ -552,8 +571,9 @@ def main() -> None:
     with (
         running_system(args.all_games, args.replicas, gateway_listen=listen, nginx_front=nginx) as system,
         running_echo() as echo,
+        running_echo(echo[0]) as forwarder,
     ):
-        asyncio.run(bench(args, system, echo))
+        asyncio.run(bench(args, system, echo, forwarder))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """A bare gRPC echo server, the baseline ``make bench`` compares game moves against.
 
-python -m bench.echo 127.0.0.1:50099
+python -m bench.echo 127.0.0.1:50099 [BACKEND]
+
+With a BACKEND (an echo server's address) it forwards every Echo call there instead.
 
 ``Echo`` answers a unary call with its request. ``Relay`` is the least a PlayMatch-shaped
 move can cost on grpc.aio: two streams join a room by their first message, and each later
@@ -71,9 +73,26 @@ class EchoHandler(grpc.GenericRpcHandler):
                 del self._rooms[room]
 
 
-async def main(listen: str) -> None:
+class ForwardHandler(grpc.GenericRpcHandler):
+    """Forwards each Echo call, as its bytes, to the echo server at ``backend``: the hop a
+    gateway adds between a client and a replica, with nothing else done."""
+
+    def __init__(self, backend: str) -> None:
+        self._channel = grpc.aio.insecure_channel(backend)
+        echo = self._channel.unary_unary(METHOD)
+
+        async def forward(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+            return await echo(request)  # type: ignore[no-any-return]
+
+        self._handler = grpc.unary_unary_rpc_method_handler(forward)
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails) -> Any:
+        return self._handler if handler_call_details.method == METHOD else None
+
+
+async def main(listen: str, backend: str | None) -> None:
     server = grpc.aio.server()
-    server.add_generic_rpc_handlers([EchoHandler()])
+    server.add_generic_rpc_handlers([ForwardHandler(backend) if backend else EchoHandler()])
     server.add_insecure_port(listen)
     checker = await serving.add_health_and_reflection(server, [])
     await serving.serve_until_signalled(server, checker, 1)
@@ -81,4 +100,4 @@ async def main(listen: str) -> None:
 
 if __name__ == "__main__":
     logs.configure("warning", service="echo")
-    serving.run(main(sys.argv[1]))
+    serving.run(main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None))

@@ -68,6 +68,18 @@ def test_make_bench_prints_its_figures_and_cpu_split_as_tables(capsys):
     assert "the echo and relay server runs on grpc's default core settings" in echo
     relay = next(line for line in lines if line.startswith("relay:"))
     assert relay.startswith("relay: 2378 moves/s, 0.216 ms of server CPU per move = 0.46 echo calls")
+    assert not any(line.startswith("forwarded echo:") for line in lines)
+    bench.print_table(
+        [figures],
+        baselines.EchoFigures(2142.4, 0.4731),
+        baselines.EchoFigures(2378.0, 0.2161),
+        ARGS,
+        baselines.EchoFigures(1200.2, 1.4193),
+    )
+    forwarded = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("forwarded"))
+    assert forwarded.startswith(
+        "forwarded echo: 1200 calls/s, 1.419 ms of server CPU per call = 3.00 echo calls"
+    )
     assert "turn clock" not in lines[-1]
     timed = argparse.Namespace(**{**vars(ARGS), "turn_seconds": 60})
     bench.print_table(
