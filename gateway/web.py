@@ -41,6 +41,7 @@ from starlette.staticfiles import StaticFiles
 from gateway.backends import ReplicaPool
 from gateway.granian_private import BoundGranian
 from gateway.web_rpc import CODECS, Backend, endpoints
+from gateway.web_socket import PlayOverWebSocket
 from services.runtime.serving import StartupError
 from services.runtime.settings import GatewaySettings, InputLimits
 from services.runtime.tasks import cancel_until_done
@@ -154,8 +155,9 @@ def web_app(
     origins: tuple[str, ...],
     root: Path,
     limits: InputLimits | None = None,
+    sockets: PlayOverWebSocket | None = None,
 ) -> Any:
-    """The ASGI application of the web port."""
+    """The ASGI application of the web port; ``sockets`` serves its WebSockets."""
     routes = _rpc_endpoints(pools, gateway, limits or InputLimits())
     rpc = _GzipLarge(_Forwarder(service=None, endpoints=lambda _: routes, codecs=CODECS))
     # Inside a Starlette app, whose error handling turns a missing file into a 404 answer.
@@ -165,8 +167,12 @@ def web_app(
         else PlainTextResponse(_NOT_BUILT, 404)
     )
 
+    sockets = sockets or PlayOverWebSocket(pools, origins, limits or InputLimits())
+
     async def route(scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"] not in routes:
+        if scope["type"] == "websocket":
+            await sockets(scope, receive, send)
+        elif scope["type"] == "http" and scope["path"] not in routes:
             await page(scope, receive, send)
         else:
             await rpc(scope, receive, send)
@@ -246,9 +252,13 @@ class WebServer:
     _gateway: grpc.aio.Channel
     # The private folder of the gateway's own listener, removed at the end.
     _own_folder: str | None = None
+    _sockets: PlayOverWebSocket | None = None
 
     async def stop(self) -> None:
-        """Stop taking requests; calls in flight get the grace period, then are cut."""
+        """Stop taking requests; calls in flight get the grace period, then are cut; the
+        WebSocket streams are handed over at once, as the replicas' streams are."""
+        if self._sockets is not None:
+            await self._sockets.hand_over(self.grace_s)
         self._server.stop()
         await self._calls.finish(self.grace_s)
         await asyncio.wait([self._task], timeout=2)
@@ -283,7 +293,8 @@ async def start_web(
             shutil.rmtree(own_folder, ignore_errors=True)
         return None
     gateway = grpc.aio.insecure_channel(own_target or _loopback(settings.listen, gateway_port))
-    app = web_app(pools, gateway, settings.web_origins, Path(settings.web_root), settings.limits)
+    sockets = PlayOverWebSocket(pools, settings.web_origins, settings.limits)
+    app = web_app(pools, gateway, settings.web_origins, Path(settings.web_root), settings.limits, sockets)
     port = int(sock.getsockname()[1])
     calls = _Calls(app)
     server = BoundGranian(
@@ -291,7 +302,7 @@ async def start_web(
         calls,
         interface=Interfaces.ASGINL,
         http=HTTPModes.auto,
-        websockets=False,
+        websockets=True,  # PlayMatch for browsers (gateway/web_socket.py)
         # Requests in flight before granian stops reading more: every watch is one for as
         # long as its browser stays, so only memory bounds them (the service's limits apply).
         backlog=1024,
@@ -315,4 +326,4 @@ async def start_web(
         origins=list(settings.web_origins),
         root=settings.web_root,
     )
-    return WebServer(port, settings.shutdown_grace_s, server, calls, task, gateway, own_folder)
+    return WebServer(port, settings.shutdown_grace_s, server, calls, task, gateway, own_folder, sockets)
