@@ -320,7 +320,7 @@ class H1Http:
                 writer.write(head + body)
                 return _H1Answer(self, reader, writer)
         reader, writer = await asyncio.open_connection(self.host, self.port)
-        self._all.append(writer)
+        self._all = [*(w for w in self._all if not w.is_closing()), writer]
         writer.write(head + body)
         return _H1Answer(self, reader, writer)
 
