@@ -41,6 +41,7 @@ from bench.baselines import CpuMeter, EchoFigures, echo_figures, median_of, rela
 from bench.bench_targets import NGINX, PLAY_MATCH, PROMPTS, PYTHON_GATEWAY, WEB_PORT, row_name, target_rows
 from bench.environment import use_bench_environment
 from bench.web_client import WebGameClient, web_http
+from bench.ws_client import WEB_SOCKET, SocketGameClient
 from clients.bot import parse_options, play_match
 from clients.game_client import GameClient
 from deploy.launcher import System, running_system
@@ -78,12 +79,14 @@ async def game_load(
     turn_seconds: int = 0,
     web: str | None = None,
     first: int = 0,
+    play_on: str | None = None,
 ) -> tuple[Load, float]:
     """``concurrency`` matches at a time for ``duration_s``, each of ``players`` seats (None:
     drawn from the game's range, match by match), with turn clocks of ``turn_seconds``.
     ``web`` ("HTTP/2" or "HTTP/1.1"): played as browsers do on the web port at ``target``
     (a base URL), each match on connections of its own. Worker ``n`` (from ``first`` on)
-    draws its matches from a generator seeded ``n``."""
+    draws its matches from a generator seeded ``n``. ``play_on``: the PlayMatch streams go over
+    WebSocket to the web port at this base URL (bench/ws_client.py), the rest to ``target``."""
     info = rules_module(game).GAME
     load = Load()
     until = time.monotonic() + duration_s
@@ -125,7 +128,7 @@ async def game_load(
             load.latencies_s += played.move_latencies_s
 
     async with grpc.aio.insecure_channel("127.0.0.1:1" if web else target) as channel:
-        client = GameClient(channel, game)
+        client = SocketGameClient(channel, game, play_on) if play_on else GameClient(channel, game)
         started = time.perf_counter()
         await asyncio.gather(*(worker(n, client) for n in range(first, first + concurrency)))
         return load, time.perf_counter() - started
@@ -285,7 +288,7 @@ async def measure(
     pairs = [o.split(":", 1)[1] for o in args.option if o.startswith(f"{game}:")]
     duration = args.duration if game == args.game else args.others_duration
     meter = CpuMeter(roles)
-    if web is not None:
+    if web is not None and web != WEB_SOCKET:
         load, elapsed, load_cpu_s = await web_game_load(
             target,
             game,
@@ -310,6 +313,7 @@ async def measure(
             one_stream,
             seats_of(game, args.players),
             args.turn_seconds,
+            play_on=args.web_url if web == WEB_SOCKET else None,
         )
         load_cpu_s = time.process_time() - own_cpu
     used = meter.stop()
@@ -317,7 +321,14 @@ async def measure(
     bytes_per_live_match, moves_per_live_match = await live_storage(redis_url, load.live)
     return Figures(
         game,
-        row_name(front, f"Connect {web}, {CLIENTS[False]}" if web else CLIENTS[one_stream]),
+        row_name(
+            front,
+            f"{web}, {PLAY_MATCH}"
+            if web == WEB_SOCKET
+            else f"Connect {web}, {PROMPTS}"
+            if web
+            else CLIENTS[one_stream],
+        ),
         len(load.matches),
         load.moves,
         load.moves / elapsed,
@@ -374,6 +385,8 @@ async def bench(
     ]
     if args.browser:
         configurations += [(WEB_PORT, args.web_url, False, web) for web in ("HTTP/2", "HTTP/1.1")]
+        # PlayMatch over WebSocket, next to the native PlayMatch row (create and join native).
+        configurations.append((WEB_PORT, system.python_gateway, True, WEB_SOCKET))
     # Rounds alternate the configurations, each next to an echo measured just before it:
     # on a shared machine a figure swings by a fifth from one minute to the next.
     for n in range(args.rounds):

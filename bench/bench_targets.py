@@ -55,18 +55,19 @@ class Row(Protocol):
 
 
 def _browser_rows(mine: dict[str, Row], echo_ms: float, game: str) -> list[list[str]]:
-    """The web port's rows against the native way of playing the same (a watch and a move
-    per call, through the Python gateway): its server CPU per move, and p99."""
-    native = mine.get(PYTHON_PROMPTS)
+    """The web port's rows against the native way of playing the same through the Python
+    gateway (a watch and a move per call, or PlayMatch): its server CPU per move, and p99."""
     rows = []
     for front, row in mine.items():
         if not front.startswith(WEB_PORT):
             continue
+        yardstick = PYTHON_PLAY if front.endswith(PLAY_MATCH) else PYTHON_PROMPTS
+        native = mine.get(yardstick)
         if native is not None:
             factor = row.ratio(echo_ms) / native.ratio(echo_ms)
             rows.append(
                 [
-                    f"{game} through {front}: ≤ {BROWSER_MAX_FACTOR:g}× {PYTHON_PROMPTS}",
+                    f"{game} through {front}: ≤ {BROWSER_MAX_FACTOR:g}× {yardstick}",
                     f"{factor:.2f}×",
                     _met(factor <= BROWSER_MAX_FACTOR),
                 ]

@@ -25,6 +25,8 @@ from websockets.exceptions import ConnectionClosed
 from clients.game_client import GameClient, _watch_request
 
 SUBPROTOCOL = "grpc-websockets"
+# make bench's name for this way of playing.
+WEB_SOCKET = "WebSocket"
 HALF_CLOSE = b"\x01"
 _PREFIX = struct.Struct(">BI")
 _HEADERS_FLAG = 0x80

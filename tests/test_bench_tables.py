@@ -163,6 +163,8 @@ def test_the_browser_rows_are_held_against_the_same_moves_made_natively():
         _row(
             "happy_mochi", "python gateway web port, Connect HTTP/1.1, prompts + SubmitMove", 1.8, p99_ms=60.0
         ),
+        _row("happy_mochi", "python gateway, PlayMatch", 0.5),
+        _row("happy_mochi", "python gateway web port, WebSocket, PlayMatch", 0.55, p99_ms=20.0),
     ]
     rows = {
         target: (figure, met) for target, figure, met in targets.target_rows(results, 0.15, "happy_mochi")
@@ -178,6 +180,10 @@ def test_the_browser_rows_are_held_against_the_same_moves_made_natively():
     )
     assert rows[f"{web} HTTP/2, prompts + SubmitMove: p99 < 50 ms"] == ("40.0 ms", "met")
     assert rows[f"{web} HTTP/1.1, prompts + SubmitMove: p99 < 50 ms"] == ("60.0 ms", "missed")
+    # PlayMatch over WebSocket is held against PlayMatch made natively.
+    socket = "happy_mochi through python gateway web port, WebSocket, PlayMatch"
+    assert rows[f"{socket}: ≤ 1× python gateway, PlayMatch"] == ("1.10×", "missed")
+    assert rows[f"{socket}: p99 < 50 ms"] == ("20.0 ms", "met")
 
 
 def test_a_round_is_held_against_its_own_echo_and_what_was_not_measured_is_not_judged():
