@@ -1,4 +1,5 @@
-"""The gateway's web port: Connect (JSON and binary) and gRPC-Web for browsers, and the page.
+"""The gateway's web port: Connect (JSON and binary) and gRPC-Web for browsers, PlayMatch over
+a WebSocket (gateway/web_socket.py), and the page.
 
 Served by granian (HTTP/1.1 and HTTP/2, cleartext or HTTPS with the native port's certificate
 when the gateway has one; the framing done natively, in Rust) inside the gateway process, on

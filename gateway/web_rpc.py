@@ -214,8 +214,8 @@ def endpoints(
     """``/<package>.<Service>/<Method>`` -> an endpoint forwarding it to ``backend``, for
     every unary and server-streaming method of ``service``, its messages ``Raw`` (served with
     ``CODECS``); a call naming its match goes where the match's other calls go.
-    PlayMatch (bidirectional) is not offered to browsers, whose fetch cannot stream a
-    request: they play by WatchMatch and SubmitMove."""
+    PlayMatch (bidirectional) is not among them, a browser's fetch cannot stream a request:
+    browsers open it over a WebSocket (gateway/web_socket.py)."""
     built: dict[str, Endpoint[Any, Any]] = {}
     limits = limits or InputLimits()
     for method in service.methods:

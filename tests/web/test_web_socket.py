@@ -18,6 +18,7 @@ import pytest
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
 from mogames.happymochi.v1 import happymochi_pb2
+from playwright.async_api import Browser
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -30,7 +31,7 @@ from gateway.web import WebServer, start_web
 from services.runtime.settings import GatewaySettings, InputLimits
 from tests.helpers import bounded, start_match
 from tests.test_processes import spawn_service
-from tests.web.conftest import ALLOWED_ORIGIN, PAGE, WebStack
+from tests.web.conftest import ALLOWED_ORIGIN, PAGE, ROOT, WebStack
 
 GAME = "happy_mochi"
 SERVICE = "mogames.happymochi.v1.HappyMochi"
@@ -139,6 +140,50 @@ async def test_a_page_of_a_foreign_origin_is_refused_at_the_handshake(web_stack:
         await call.write(watch(started.match_id))
         assert (await first_response(call)).events
         call.cancel()
+
+
+def documented_client() -> str:
+    """The browser client of docs/protocol.md ("PlayMatch from a browser"), as written there."""
+    text = (ROOT / "docs" / "protocol.md").read_text(encoding="utf-8")
+    section = text[text.index("### PlayMatch from a browser") :]
+    return section[section.index("```js\n") + len("```js\n") : section.index("\n```", section.index("```js"))]
+
+
+# Runs the documented client in the page: sends the watch, closes the stream after the first
+# response if asked; resolves with the responses' bytes and how the stream ended.
+_PLAY_IN_PAGE = """async ([url, token, watch, closeAfterFirst]) => {
+  %s
+  const responses = [];
+  return await new Promise((resolve) => {
+    const play = openPlay(url, token, (bytes) => {
+      responses.push(Array.from(bytes));
+      if (closeAfterFirst) play.close();
+    }, (code, message, trailers) => resolve({responses, code, message, trailers}));
+    play.send(new Uint8Array(watch));
+    setTimeout(() => resolve({responses, code: -1, message: "no end in time", trailers: {}}), 10000);
+  });
+}"""
+
+
+async def test_a_browser_plays_on_the_documented_client(web_stack: WebStack, browser: Browser) -> None:
+    native = GameClient(web_stack.cluster.gateway, GAME)
+    started = await start_match(native, 2)
+    page = await browser.new_page()
+    try:
+        await page.goto(web_stack.url)  # the web port's own page: its Origin is allowed
+        script = _PLAY_IN_PAGE % documented_client()
+        request = list(watch(started.match_id).SerializeToString())
+        # A bad token: the status, message and rich details reach the page.
+        refused = await page.evaluate(script, [socket_url(web_stack), "not-a-token", request, False])
+        assert refused["code"] == grpc.StatusCode.UNAUTHENTICATED.value[0] and refused["message"], refused
+        assert refused["responses"] == [] and "grpc-status-details-bin" in refused["trailers"]
+        # The seat's token: the watch's first response (the match so far, the prompt).
+        played = await page.evaluate(script, [socket_url(web_stack), started.tokens[0], request, True])
+        first = Response.FromString(bytes(played["responses"][0]))
+        assert first.events and first.events[0].version == 0, first
+        assert played["code"] == grpc.StatusCode.UNAVAILABLE.value[0]  # closed by the page itself
+    finally:
+        await page.close()
 
 
 async def raw_ending(web: WebStack, path: str, *messages: bytes | str) -> grpc.aio.AioRpcError:
