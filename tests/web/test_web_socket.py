@@ -29,7 +29,7 @@ from deploy.redis_server import free_port, wait_for_port
 from gateway.server import build as build_gateway
 from gateway.web import WebServer, start_web
 from services.runtime.settings import GatewaySettings, InputLimits
-from tests.helpers import bounded, start_match
+from tests.helpers import bounded, start_match, wait_until
 from tests.test_processes import spawn_service
 from tests.web.conftest import ALLOWED_ORIGIN, PAGE, ROOT, WebStack
 
@@ -140,6 +140,21 @@ async def test_a_page_of_a_foreign_origin_is_refused_at_the_handshake(web_stack:
         await call.write(watch(started.match_id))
         assert (await first_response(call)).events
         call.cancel()
+
+
+async def test_a_browser_gone_without_a_word_releases_its_seats_stream(web_stack: WebStack) -> None:
+    native = GameClient(web_stack.cluster.gateway, GAME)
+    started = await start_match(native, 2)
+    call = await open_play(socket_url(web_stack), started.tokens[0], Response)
+    await call.write(watch(started.match_id))
+    await first_response(call)
+
+    async def seat_connected(connected: bool) -> bool:
+        return (await native.match(started.match_id)).seats[0].connected is connected
+
+    await wait_until(lambda: seat_connected(True), "the seat counted as connected")
+    call.socket.transport.abort()  # the tab is gone: no close frame, the connection reset
+    await wait_until(lambda: seat_connected(False), "the replica's stream released", timeout_s=20)
 
 
 def documented_client() -> str:
