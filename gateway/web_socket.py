@@ -47,7 +47,7 @@ from services.runtime.errors import (
     stream_cut,
     to_status,
 )
-from services.runtime.limits import FORWARDED_CLIENT
+from services.runtime.limits import FORWARDED_CLIENT, client_named
 from services.runtime.settings import InputLimits
 
 log = structlog.get_logger("web")
@@ -69,6 +69,8 @@ _TIMEOUT = re.compile(r"^(\d{1,8})([HMSmun])$")
 _TIMEOUT_UNIT_S = {"H": 3600.0, "M": 60.0, "S": 1.0, "m": 1e-3, "u": 1e-6, "n": 1e-9}
 _NORMAL_CLOSURE = 1000
 _RESPONSE_HEADERS = b"content-type: application/grpc-web+proto\r\n"
+# Lines this module writes itself, never copied from the replica's metadata.
+_OWN_LINES = frozenset({"content-type", "grpc-status", "grpc-message"})
 _STOPPING = "the gateway is stopping: open the stream again to resume"
 
 
@@ -95,7 +97,7 @@ def header_lines(pairs: Any) -> bytes:
     """Metadata as gRPC-Web writes it: ``name: value\\r\\n``, binary values in base64."""
     lines = []
     for key, value in pairs or ():
-        if key.startswith(":") or key == "content-type":
+        if key.startswith(":") or key in _OWN_LINES:
             continue
         text = base64.b64encode(value).decode() if isinstance(value, bytes) else value
         lines.append(f"{key}: {text}\r\n")
@@ -135,9 +137,16 @@ def _parse_headers(block: bytes | str, limits: InputLimits) -> list[tuple[str, s
     return pairs
 
 
-def _forwarded(headers: list[tuple[str, str | bytes]]) -> tuple[tuple[str, str | bytes], ...] | None:
-    kept = tuple((k, v) for k, v in headers if not k.startswith(_DROP_PREFIXES) and k not in _DROP_NAMES)
-    return kept or None
+def _forwarded(
+    headers: list[tuple[str, str | bytes]], scope: dict[str, Any], limits: InputLimits
+) -> tuple[tuple[str, str | bytes], ...]:
+    """The call's metadata: the browser's headers less the transport's, and who the client is
+    for the budgets, in the gateway's word (from the upgrade request, as a proxy in front set
+    it), never the browser's."""
+    kept = [(k, v) for k, v in headers if not k.startswith(_DROP_PREFIXES) and k not in _DROP_NAMES]
+    upgrade = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers") or ()]
+    host = (scope.get("client") or ("",))[0]
+    return (*kept, (FORWARDED_CLIENT, client_named(upgrade, host, limits)))
 
 
 def _timeout_s(headers: list[tuple[str, str | bytes]]) -> float | None:
@@ -259,7 +268,7 @@ class _Call:
         token = bearer_token(tuple(headers))
         replica = await pool.choose(match_of_token(token).encode() if token else b"")
         self.call = replica.call("stream_stream", self.scope["path"])(
-            metadata=_forwarded(headers), timeout=_timeout_s(headers)
+            metadata=_forwarded(headers, self.scope, self.app.limits), timeout=_timeout_s(headers)
         )
         requests = asyncio.create_task(self._requests())
         try:
