@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gzip
 import json
 import struct
 import uuid
@@ -33,7 +34,12 @@ from services.catalog import rules_module
 
 _END_STREAM = 0x02
 _MAX_WINDOW = 2**31 - 1
-_UNARY_HEADERS = ((b"content-type", b"application/proto"), (b"connect-protocol-version", b"1"))
+# As a browser's fetch sends them: every browser accepts gzip (the web port gzips large answers).
+_UNARY_HEADERS = (
+    (b"content-type", b"application/proto"),
+    (b"connect-protocol-version", b"1"),
+    (b"accept-encoding", b"gzip, deflate, br, zstd"),
+)
 _STREAM_HEADERS = ((b"content-type", b"application/connect+proto"), (b"connect-protocol-version", b"1"))
 
 
@@ -57,6 +63,7 @@ class Answer(Protocol):
     """An answer being read: its status, then its body chunk by chunk."""
 
     status: int
+    gzipped: bool
 
     async def started(self) -> None: ...
     async def chunk(self) -> bytes | None: ...
@@ -79,7 +86,7 @@ async def _whole(answer: Answer) -> bytes:
 
 
 class _H2Answer:
-    __slots__ = ("_chunks", "_connection", "_ended", "_failed", "_stream_id", "_waiter", "status")
+    __slots__ = ("_chunks", "_connection", "_ended", "_failed", "_stream_id", "_waiter", "gzipped", "status")
 
     def __init__(self, connection: _H2Protocol, stream_id: int) -> None:
         self._connection, self._stream_id = connection, stream_id
@@ -88,6 +95,7 @@ class _H2Answer:
         self._ended = False
         self._failed: BaseException | None = None
         self.status = 0
+        self.gzipped = False
 
     def _wake(self) -> None:
         if self._waiter is not None and not self._waiter.done():
@@ -158,7 +166,9 @@ class _H2Protocol(asyncio.Protocol):
                     answer._wake()
             elif isinstance(event, h2.events.ResponseReceived):
                 if answer is not None:
-                    answer.status = int(dict(event.headers)[b":status"])
+                    headers = dict(event.headers)
+                    answer.status = int(headers[b":status"])
+                    answer.gzipped = headers.get(b"content-encoding") == b"gzip"
                     answer._wake()
             elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
                 if answer is not None:
@@ -238,7 +248,7 @@ class H2Http:
 
 
 class _H1Answer:
-    __slots__ = ("_chunked", "_done", "_http", "_length", "_reader", "_writer", "status")
+    __slots__ = ("_chunked", "_done", "_http", "_length", "_reader", "_writer", "gzipped", "status")
 
     def __init__(self, http: H1Http, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._http, self._reader, self._writer = http, reader, writer
@@ -246,6 +256,7 @@ class _H1Answer:
         self._chunked = False
         self._done = False
         self.status = 0
+        self.gzipped = False
 
     async def started(self) -> None:
         head = await self._reader.readuntil(b"\r\n\r\n")
@@ -258,6 +269,8 @@ class _H1Answer:
                 self._length = int(value)
             elif name == b"transfer-encoding" and b"chunked" in value.lower():
                 self._chunked = True
+            elif name == b"content-encoding":
+                self.gzipped = value.strip() == b"gzip"
 
     async def chunk(self) -> bytes | None:
         if self._done:
@@ -376,6 +389,8 @@ class WebGameClient(GameClient):
             )
             await answer.started()
             body = await _whole(answer)
+            if answer.gzipped:
+                body = gzip.decompress(body)
         except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as error:
             raise _cut(error) from None
         if answer.status != 200:
