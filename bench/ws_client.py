@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import ssl
 import struct
 import urllib.parse
 from collections.abc import AsyncIterator
@@ -115,10 +116,14 @@ class SocketCall:
             self._closing = asyncio.ensure_future(self.socket.close())
 
 
-async def open_play(url: str, token: str, response_class: Any, origin: str | None = None) -> SocketCall:
-    """A PlayMatch stream at ``url`` (``ws://host:port/<package>.<Service>/PlayMatch``)."""
+async def open_play(
+    url: str, token: str, response_class: Any, origin: str | None = None, tls: ssl.SSLContext | None = None
+) -> SocketCall:
+    """A PlayMatch stream at ``url`` (``ws://host:port/<package>.<Service>/PlayMatch``, or
+    ``wss://`` with ``tls``)."""
     socket = await connect(
         url,
+        ssl=tls,
         subprotocols=[SUBPROTOCOL],  # type: ignore[list-item]
         origin=origin,  # type: ignore[arg-type]
         compression=None,

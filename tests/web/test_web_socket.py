@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,9 +28,11 @@ from clients.bot import play_match
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
 from gateway.server import build as build_gateway
-from gateway.web import WebServer, start_web
+from gateway.web import WebServer, own_listener, start_web
 from services.runtime.settings import GatewaySettings, InputLimits
+from tests.conftest import Cluster
 from tests.helpers import bounded, start_match, wait_until
+from tests.test_gateway_tls import _self_signed as self_signed
 from tests.test_processes import spawn_service
 from tests.web.conftest import ALLOWED_ORIGIN, PAGE, ROOT, WebStack
 
@@ -78,7 +81,7 @@ def reason(error: grpc.aio.AioRpcError) -> str:
 
 async def test_a_match_is_played_to_the_end_on_two_websocket_seats(web_stack: WebStack) -> None:
     client = SocketGameClient(web_stack.cluster.gateway, GAME, web_stack.url)
-    played = await play_match(client, 2, seed=11, one_stream=True, until=time.monotonic() + 60)
+    played = await play_match(client, 2, seed=11, one_stream=True, until=time.monotonic() + 120)
     assert played.finished and played.moves > 10, played
     assert played.cut_codes == []
     match = await GameClient(web_stack.cluster.gateway, GAME).match(played.match_id)
@@ -155,6 +158,40 @@ async def test_a_browser_gone_without_a_word_releases_its_seats_stream(web_stack
     await wait_until(lambda: seat_connected(True), "the seat counted as connected")
     call.socket.transport.abort()  # the tab is gone: no close frame, the connection reset
     await wait_until(lambda: seat_connected(False), "the replica's stream released", timeout_s=20)
+
+
+async def test_a_web_port_serving_https_carries_the_stream_over_wss(cluster: Cluster, tmp_path: Path) -> None:
+    cert, key = self_signed(tmp_path)
+    settings = GatewaySettings(
+        listen="127.0.0.1:0",
+        backends={GAME: tuple(cluster.replicas_addresses[GAME])},
+        shutdown_grace_s=1,
+        log_level="warning",
+        tls_cert=str(cert),
+        tls_key=str(key),
+        web_listen="127.0.0.1:0",
+        web_root=str(PAGE),
+    )
+    gateway, _checker, pools, port = await build_gateway(settings)
+    own = own_listener(gateway)
+    await gateway.start()
+    web = await start_web(settings, pools, port, own)
+    assert web is not None
+    try:
+        started = await start_match(cluster.client(GAME), 2)
+        tls = ssl.create_default_context(cafile=str(cert))
+        url = f"wss://localhost:{web.port}{PLAY}"
+        call = await open_play(
+            url, started.tokens[0], Response, origin=f"https://localhost:{web.port}", tls=tls
+        )
+        await call.write(watch(started.match_id))
+        assert (await first_response(call)).events
+        call.cancel()
+    finally:
+        await bounded(web.stop(), "stopping the web port")
+        await bounded(gateway.stop(None), "stopping the gateway")
+        for pool in pools:
+            await bounded(pool.close(), "closing a replica pool")
 
 
 def documented_client() -> str:
