@@ -28,8 +28,8 @@ import redis
 
 from bench import markdown
 from bench.baselines import cpu_seconds
-from bench.bench import game_load, percentile
 from bench.environment import use_bench_environment
+from bench.load import game_load, percentile
 from deploy.launcher import System, running_system
 from deploy.redis_cluster import running_redis_cluster
 from deploy.redis_server import free_port

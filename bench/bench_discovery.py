@@ -30,8 +30,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from bench import markdown
-from bench.bench import game_load, percentile
 from bench.environment import use_bench_environment
+from bench.load import game_load, percentile
 from deploy.redis_server import free_port, running_redis
 from services.catalog import rules_module
 

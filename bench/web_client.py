@@ -101,6 +101,24 @@ class _H2Answer:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
+    # What the connection tells its answers, as the server's frames come.
+
+    def responded(self, headers: dict[bytes, bytes]) -> None:
+        self.status = int(headers[b":status"])
+        self.gzipped = headers.get(b"content-encoding") == b"gzip"
+        self._wake()
+
+    def received(self, data: bytes) -> None:
+        self._chunks.append(data)
+        self._wake()
+
+    def ended(self, failure: BaseException | None = None) -> None:
+        """The stream's end; ``failure`` when it was reset or the connection lost."""
+        if failure is not None and not self._ended:
+            self._failed = failure
+        self._ended = True
+        self._wake()
+
     async def _wait(self) -> None:
         self._waiter = asyncio.get_running_loop().create_future()
         try:
@@ -162,20 +180,14 @@ class _H2Protocol(asyncio.Protocol):
             answer = self.answers.get(getattr(event, "stream_id", 0))
             if isinstance(event, h2.events.DataReceived):
                 if answer is not None:
-                    answer._chunks.append(event.data)
-                    answer._wake()
+                    answer.received(event.data)
             elif isinstance(event, h2.events.ResponseReceived):
                 if answer is not None:
-                    headers = dict(event.headers)
-                    answer.status = int(headers[b":status"])
-                    answer.gzipped = headers.get(b"content-encoding") == b"gzip"
-                    answer._wake()
+                    answer.responded(dict(event.headers))
             elif isinstance(event, (h2.events.StreamEnded, h2.events.StreamReset)):
                 if answer is not None:
-                    if isinstance(event, h2.events.StreamReset) and not answer._ended:
-                        answer._failed = HttpCut(f"stream reset: {event.error_code!r}")
-                    answer._ended = True
-                    answer._wake()
+                    reset = event.error_code if isinstance(event, h2.events.StreamReset) else None
+                    answer.ended(None if reset is None else HttpCut(f"stream reset: {reset!r}"))
                     del self.answers[event.stream_id]
             elif isinstance(event, h2.events.ConnectionTerminated):
                 self._fail(HttpCut(f"GOAWAY: {event.error_code!r}"))
@@ -188,9 +200,14 @@ class _H2Protocol(asyncio.Protocol):
     def _fail(self, error: BaseException) -> None:
         self.lost = error
         for answer in self.answers.values():
-            answer._failed = error
-            answer._wake()
+            answer.ended(error)
         self.answers.clear()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.h2.close_connection()
+            self._flush()
+            self.transport.close()
 
     def reset(self, stream_id: int) -> None:
         if self.answers.pop(stream_id, None) is not None and self.lost is None:
@@ -238,10 +255,8 @@ class H2Http:
         return (await self._connected()).call(path.encode(), headers, body)
 
     async def close(self) -> None:
-        if self._protocol is not None and self._protocol.transport is not None:
-            self._protocol.h2.close_connection()
-            self._protocol._flush()
-            self._protocol.transport.close()
+        if self._protocol is not None:
+            self._protocol.close()
 
 
 # -- HTTP/1.1 ------------------------------------------------------------------------------

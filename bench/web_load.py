@@ -19,7 +19,7 @@ import time
 
 import uvloop
 
-from bench.bench import game_load
+from bench.load import game_load
 from clients.bot import parse_options
 
 
