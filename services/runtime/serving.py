@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import ctypes
 import ctypes.util
-import gc
 import signal
 import socket
 import sys
@@ -18,6 +17,7 @@ import structlog
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from services.runtime import collector
 from services.runtime.interceptors import ContextInterceptor, OpenStreams
 from services.runtime.limits import ClientBudgets
 from services.runtime.metrics import MetricsPortError
@@ -172,12 +172,13 @@ async def serve_until_signalled(
         loop.add_signal_handler(sig, stop.set)
     await server.start()
     log.info("serving")
-    memory = asyncio.create_task(give_back_freed_memory())
+    upkeep = [asyncio.create_task(give_back_freed_memory()), asyncio.create_task(collector.keep_collecting())]
     await stop.wait()
     log.info("shutting_down", grace_s=grace_s)
-    memory.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await memory
+    for task in upkeep:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
     await checker.enter_graceful_shutdown()
     # New calls are refused from here; unary calls in flight get the grace to finish, and
     # the streams held are handed over at once: each ends UNAVAILABLE, its client opens
@@ -213,16 +214,9 @@ async def _hand_over(streams: OpenStreams) -> None:
         log.info("streams_still_open", streams=left)
 
 
-# The cyclic collector's first-generation threshold (CPython's default: 700). A move
-# allocates a few hundred short-lived containers, nearly all freed by reference counting,
-# so the default runs a collection every move or two, each walking the survivors: about a
-# twentieth of a replica's CPU per move. Fifty thousand keeps what waits for a collection to
-# a few MB.
-GC_FIRST_GENERATION = 50_000
-
-
 def run(main: Awaitable[None], program: str = "mogames") -> None:
-    """Runs ``main`` on uvloop, with the collector tuned for a server's allocation pattern.
+    """Runs ``main`` on uvloop, with the collector set for a server's allocation pattern
+    (services/runtime/collector.py).
     A start-up failure ends the process with one line naming it, and exit code 1."""
     try:
         _run(main)
@@ -231,11 +225,7 @@ def run(main: Awaitable[None], program: str = "mogames") -> None:
 
 
 def _run(main: Awaitable[None]) -> None:
-    _, second, third = gc.get_threshold()
-    gc.set_threshold(GC_FIRST_GENERATION, second, third)
-    # What start-up made (modules, the catalog, generated messages) lives as long as the
-    # process: out of the collector's way, a full collection walks only what came after.
-    gc.freeze()
+    collector.configure()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a pinned dependency
