@@ -159,8 +159,13 @@ async def measure_step(
 ) -> Step:
     share = [seats // len(loads) + (1 if n < seats % len(loads) else 0) for n in range(len(loads))]
     opened = time.monotonic()
+    server.start()
     await asyncio.gather(*(load.ask({"seats": n}) for load, n in zip(loads, share, strict=True)))
-    print(f"  {seats} seats open ({time.monotonic() - opened:.0f} s)", file=sys.stderr)
+    opening_cpu = sum(server.stop().values())
+    print(
+        f"  {seats} seats open ({time.monotonic() - opened:.0f} s, servers' CPU {opening_cpu:.1f} s)",
+        file=sys.stderr,
+    )
 
     # Idle: every stream open, no move sent.
     await ask_all(loads, {"moving": False})
