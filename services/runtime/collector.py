@@ -5,10 +5,9 @@ deallocations by the first threshold, a full one once the objects promoted to th
 generation reach a quarter of it. A server holding thousands of streams defeats both. Each
 message a stream receives replaces the handful of objects of its pending read (coroutine,
 future, callbacks), which live until the next message, seconds later: they are promoted,
-so full collections come as often as messages flow (at 20,000 streams, a walk over
-millions of objects every few tens of seconds, each seconds of CPU with the event loop
-stopped), and their deaths, counted against the young generation's allocations, let it
-grow far past its threshold (collections of hundreds of ms).
+so full collections, each a walk over every stream's state with the event loop stopped,
+come as often as messages flow; and their deaths, counted against the young generation's
+allocations, let it grow far past its threshold.
 
 So collections are paced by time and by the size of the heap instead:
 
@@ -18,10 +17,9 @@ So collections are paced by time and by the size of the heap instead:
   still freed by reference counting as soon as they are unreferenced, as nearly all are;
 - a full collection (everything unfrozen first) runs when the heap has doubled or halved
   since the last one (Python's allocated blocks): it reclaims the garbage cycles among
-  objects that were frozen while alive, which is then at most as much as the heap (what
-  reached it in tests and in the capacity bench was a few dozen objects), and a halving
-  (streams dropped) finds them while the walk is short. A process at a steady number of
-  connections runs none.
+  objects frozen while alive, which are then never more than the heap itself, and after a
+  halving (streams dropped) finds them while the walk is short. A process holding a steady
+  number of connections runs none.
 
 The count-based collector stays on as a back-stop between two paces (a burst of
 allocations in one callback).
