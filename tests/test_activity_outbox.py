@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from prometheus_client import REGISTRY
 
 from services.catalog import rules_module
 from services.runtime import keys
@@ -83,6 +84,10 @@ async def marks(redis: Any, match_id: str, game: str = GAME) -> list[str]:
     return [m for m in members if m.startswith(f"{match_id}/")]
 
 
+def swept_count() -> float:
+    return REGISTRY.get_sample_value("mogames_activity_swept_total", {"game": GAME}) or 0.0
+
+
 EXPECTED_START = [("match_started", "0", "[0,1]"), ("your_turn", "0", "[0]")]
 
 
@@ -126,15 +131,18 @@ async def test_a_cluster_sweeps_what_a_dead_committer_left_exactly_once(redis_cl
         assert await redis.llen(keys.outbox(match_id)) == 2  # the start's and the passing move's
         # One per commit with notices: the second join and the passing move.
         assert len(await marks(redis, match_id)) == 2
-        # A mark younger than the grace belongs to a committer still at work: left alone.
-        assert await dying.sweep_outboxes() == 0
+        # A mark younger than the grace belongs to a committer still at work: left alone (a
+        # grace of minutes here, so that a slow machine cannot age the marks past it).
+        assert await dying.sweep_outboxes(grace_ms=600_000) == 0
         assert await notices(redis, match_id) == []
         monkeypatch.undo()
         # Another replica's scheduler, once the grace is over (here: at once).
+        swept_before = swept_count()
         async with replica(redis_cluster.url) as other:
             sweeper = Scheduler(other)
             assert await sweeper.sweep_outboxes(grace_ms=0) == 3
             assert await sweeper.sweep_outboxes(grace_ms=0) == 0
+        assert swept_count() - swept_before == 3
         expected = [*EXPECTED_START, ("your_turn", str(passed), "[1]")]
         assert await notices(redis, match_id) == expected
         assert not await redis.exists(keys.outbox(match_id))

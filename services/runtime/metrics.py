@@ -43,6 +43,12 @@ STALLED_MATCHES = Gauge(
     "with nothing due",
     ["game"],
 )
+ACTIVITY_SWEPT = Counter(
+    "mogames_activity_swept",
+    "Activity entries a scheduler's sweep appended from a match's outbox: their committer died "
+    "after its commit (a Redis Cluster)",
+    ["game"],
+)
 BACKENDS_UP = Gauge(
     "mogames_gateway_backends_up", "Replicas answering SERVING, per game service", ["service"]
 )
@@ -82,6 +88,10 @@ def commit_conflict(game: str, retrying: bool) -> None:
     COMMIT_CONFLICTS.labels(game=game).inc()
     if retrying:
         COMMIT_RETRIES.labels(game=game).inc()
+
+
+def activity_swept(game: str, entries: int) -> None:
+    ACTIVITY_SWEPT.labels(game=game).inc(entries)
 
 
 class WatchCount:

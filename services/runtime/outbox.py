@@ -29,7 +29,7 @@ import msgspec
 import redis.asyncio as aioredis
 import structlog
 
-from services.runtime import keys
+from services.runtime import keys, metrics
 from services.runtime.redis_client import RedisClient, text
 
 log = structlog.get_logger("outbox")
@@ -120,7 +120,8 @@ class Outbox:
             except Exception:
                 log.exception("outbox_sweep_failed", match_id=match_id)
         if appended:
-            log.info("outbox_swept", game=self.game, marks=len(marks), entries=appended)
+            metrics.activity_swept(self.game, appended)
+            log.warning("outbox_swept", game=self.game, marks=len(marks), entries=appended)
         return appended
 
     async def _drain(self, match_id: str, maxlen: int) -> int:
