@@ -8,8 +8,10 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import pytest
 import redis.asyncio as aioredis
@@ -18,7 +20,9 @@ from mogames.common.v1 import common_pb2
 from mogames.happymochi.v1 import happymochi_pb2
 from mogames.lobby.v1 import lobby_pb2
 
-from gateway.web import GZIP_MIN_BYTES, _GzipLarge
+from deploy.redis_server import free_port
+from gateway.backends import ReplicaPool
+from gateway.web import GZIP_MIN_BYTES, _GzipLarge, web_app
 from services.runtime import keys
 from tests.web.conftest import ALLOWED_ORIGIN, WebStack
 from tests.web.wire import PROTOCOLS, WebClient, WireError
@@ -316,3 +320,35 @@ async def test_large_answers_are_gzipped_for_browsers_that_accept_it() -> None:
         plain = await http.post("/small", headers={"accept-encoding": "gzip"})
     assert gzipped.headers["content-encoding"] == "gzip" and gzipped.content == large
     assert plain.headers["content-encoding"] == "identity" and plain.content == small
+
+
+async def test_no_replica_up_is_unavailable_with_its_reason(tmp_path: Path) -> None:
+    """As on the native port: once a game's replicas are all down, the web port answers
+    UNAVAILABLE within about a second, naming why, rather than holding the browser's call
+    until its deadline."""
+    replica = grpc.aio.server()
+    port = replica.add_insecure_port("127.0.0.1:0")
+    await replica.start()
+    pool = ReplicaPool("mogames.happymochi.v1.HappyMochi", (f"127.0.0.1:{port}",))
+    own = grpc.aio.insecure_channel(f"127.0.0.1:{free_port()}")
+    transport = httpx.ASGITransport(app=web_app([pool], own, (), tmp_path))
+    try:
+        await pool.replicas[0].channel.channel_ready()
+        assert pool.ready() == pool.replicas  # it connected: now it goes down
+        await replica.stop(None)
+        async with httpx.AsyncClient(transport=transport, base_url="http://web") as http:
+            started = time.monotonic()
+            answer = await http.post(
+                f"{SERVICE}/GetMatch",
+                content=common_pb2.GetMatchRequest(match_id="m").SerializeToString(),
+                headers={"content-type": "application/proto", "connect-timeout-ms": "20000"},
+            )
+            waited_s = time.monotonic() - started
+    finally:
+        await pool.close()
+        await own.close()
+    error = answer.json()
+    assert answer.status_code == 503 and error["code"] == "unavailable", error
+    assert "no replica is reachable" in error["message"]
+    assert error["details"][0]["type"] == "google.rpc.ErrorInfo"
+    assert waited_s < 10, waited_s
