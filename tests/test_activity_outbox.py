@@ -9,6 +9,7 @@ A committer's death between its commit and its append is staged by replacing tha
 from __future__ import annotations
 
 import contextlib
+import json
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -18,6 +19,7 @@ from prometheus_client import REGISTRY
 
 from services.catalog import rules_module
 from services.runtime import keys
+from services.runtime.activity import index_member
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect, text
 from services.runtime.store import MatchStore
@@ -171,6 +173,8 @@ async def test_a_finished_match_whose_replica_dies_after_every_commit_is_told_an
     players = [f"ann-{secrets.token_hex(4)}", f"bob-{secrets.token_hex(4)}"]
     async with replica(redis_cluster.url, "momiji") as service:
         redis = service.store.redis
+        for player in players:  # signed in: indexed (the players service makes the profile)
+            await redis.hset(keys.player_profile(player), "name", player)
         die_after_commits(service, monkeypatch)
         match_id, tokens = await seated_players(service, players, seed=7)
         for _ in range(300):
@@ -192,6 +196,13 @@ async def test_a_finished_match_whose_replica_dies_after_every_commit_is_told_an
         assert told[0][0] == "match_started" and told[-1] == ("match_ended", str(record.version), "[0,1]")
         assert await redis.llen(keys.outbox(match_id)) == 0
         assert await marks(redis, match_id, "momiji") == []
+        # And the sweep indexed the match for its players as it ended.
+        for player in players:
+            indexed = await redis.hget(keys.player_match_facts(player), index_member("momiji", match_id))
+            assert indexed is not None
+            rev, _, summary = text(indexed).partition("|")
+            assert int(rev) == record.rev
+            assert json.loads(summary)["match"]["status"] == "FINISHED"
         # A sweep racing a slow committer appends an element twice: rated once all the same.
         entries = [
             (i, f)

@@ -15,7 +15,8 @@ session), the authority:
 
 Matches without a bound seat cost nothing here. The index and the channel's notices follow
 the commit (other hash slots), in one pipelined round trip on one Redis: a process that dies
-between the two leaves the index to catch up at the match's next commit.
+between the two leaves the index to catch up at the match's next commit (on a cluster, at
+the sweep that delivers its notices: ``Activity.reindex``).
 """
 
 from __future__ import annotations
@@ -228,12 +229,7 @@ class Activity:
             if not player:
                 continue
             summary = {"game": self.game, "seat": seat, "updated_ms": now_ms, "match": facts_dict}
-            index_keys = [
-                keys.player_profile(player),
-                keys.player_matches(player),
-                keys.player_match_facts(player),
-            ]
-            commands.append((_INDEX_SCRIPT, (index_keys, [member, rev, now_ms, _json(summary)]), {}))
+            commands.append(self._index_command(player, member, rev, now_ms, summary))
             if not humans[seat]:
                 continue
             for notice, seats in notices:
@@ -246,6 +242,35 @@ class Activity:
                     told.append((keys.player_turns(player), _json(message)))
         commands += [("publish", (channel, message), {}) for channel, message in told]
         await self._send(commands)
+
+    async def reindex(self, facts: Any, rev: int, players: list[str], at_ms: int) -> None:
+        """Index the match as stored (``facts`` at revision ``rev``, last committed at ``at_ms``)
+        for its bound ``players``: after a sweep delivered notices whose committer died before
+        it indexed them (services/runtime/outbox.py). A newer revision indexed meanwhile stays."""
+        member = index_member(self.game, facts.match_id)
+        facts_dict = dataclasses.asdict(facts)
+        commands = [
+            self._index_command(
+                player,
+                member,
+                rev,
+                at_ms,
+                {"game": self.game, "seat": seat, "updated_ms": at_ms, "match": facts_dict},
+            )
+            for seat, player in enumerate(players)
+            if player
+        ]
+        await self._send(commands)
+
+    def _index_command(
+        self, player: str, member: str, rev: int, at_ms: int, summary: dict[str, Any]
+    ) -> tuple[str, tuple[Any, ...], dict[str, Any]]:
+        index_keys = [
+            keys.player_profile(player),
+            keys.player_matches(player),
+            keys.player_match_facts(player),
+        ]
+        return (_INDEX_SCRIPT, (index_keys, [member, rev, at_ms, _json(summary)]), {})
 
     async def _send(self, commands: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
         """One round trip on one Redis (a pipeline); on a cluster, where the keys live on

@@ -180,6 +180,13 @@ class MatchCommits(MatchReader):
         if pending is not None:
             await self.activity.after_commit(pending, record.rev)
 
+    async def reindex_players(self, record: MatchRecord) -> None:
+        """Index ``record`` as stored for its bound players (after an outbox sweep)."""
+        players = self.seats(record).players()
+        if any(players):
+            at_ms = int(record.updated_at * 1000)
+            await self.activity.reindex(self.facts(record), record.rev, players, at_ms)
+
     def feed_entry(self, record: MatchRecord, seat: int, events: list[StoredEvent]) -> FeedEntry:
         """The move's entry in the per-game feed for downstream consumers (the match's history,
         written by the same commit, is the source of truth). It carries what a spectator may

@@ -107,22 +107,27 @@ class Outbox:
         await self.redis.lrem(keys.outbox(match_id), 1, notices.payload)
         await self.redis.zrem(self.marks, mark_of(match_id, rev))
 
-    async def sweep(self, maxlen: int, grace_ms: int = GRACE_MS) -> int:
+    async def sweep(self, maxlen: int, grace_ms: int = GRACE_MS) -> dict[str, int]:
         """Deliver the outboxes of the marks older than ``grace_ms``: how many entries it
-        appended. A match that fails is logged and taken again a grace later."""
+        appended, by match (those with any). A match that fails is logged and taken again a
+        grace later."""
         marks = [text(m) for m in await self._claim(keys=[self.marks], args=[grace_ms, SWEEP_BATCH])]
-        appended = 0
+        delivered: dict[str, int] = {}
         for mark in marks:
             match_id = mark.rpartition("/")[0]
             try:
-                appended += await self._drain(match_id, maxlen)
+                entries = await self._drain(match_id, maxlen)
                 await self.redis.zrem(self.marks, mark)
             except Exception:
                 log.exception("outbox_sweep_failed", match_id=match_id)
+                continue
+            if entries:
+                delivered[match_id] = delivered.get(match_id, 0) + entries
+        appended = sum(delivered.values())
         if appended:
             metrics.activity_swept(self.game, appended)
             log.warning("outbox_swept", game=self.game, marks=len(marks), entries=appended)
-        return appended
+        return delivered
 
     async def _drain(self, match_id: str, maxlen: int) -> int:
         outbox = keys.outbox(match_id)

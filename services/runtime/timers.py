@@ -10,7 +10,7 @@ is fresh: its own commits do not wake the entry, everyone else's do.
 
 On a Redis Cluster it also sweeps the game's outboxes (services/runtime/outbox.py) every
 ``OUTBOX_SWEEP_EVERY_S``: the activity notices of commits whose committer died before it
-appended them.
+appended them, and those matches' entries in their players' index.
 """
 
 from __future__ import annotations
@@ -109,8 +109,19 @@ class Scheduler:
 
     async def sweep_outboxes(self, grace_ms: int = GRACE_MS) -> int:
         """Append the notices that commits older than ``grace_ms`` left in their match's outbox
-        (their committer died first): how many."""
-        return await self.service.activity.outbox.sweep(self.settings.game_stream_maxlen, grace_ms)
+        (their committer died first), and index those matches for their players as the
+        committer would have: how many notices."""
+        service = self.service
+        delivered = await service.activity.outbox.sweep(self.settings.game_stream_maxlen, grace_ms)
+        for match_id in delivered:
+            try:
+                record = await service.store.load(match_id)
+                if record is not None:
+                    await service.reindex_players(record)
+            except Exception:
+                # Its notices are in; its index catches up at its next commit, if any.
+                log.exception("outbox_reindex_failed", match_id=match_id)
+        return sum(delivered.values())
 
     async def claim(self) -> tuple[list[str], str]:
         """Hold every due match (up to a batch): their ids and the lease score."""
