@@ -38,6 +38,7 @@ from mogames.common.v1 import common_pb2  # noqa: E402
 
 from bench.baselines import cpu_seconds  # noqa: E402
 from clients.game_client import GameClient  # noqa: E402
+from services.runtime import collector  # noqa: E402
 
 # Setup calls (CreateMatch, JoinMatch) in flight at once per process.
 SETUP_CONCURRENCY = 64
@@ -404,6 +405,9 @@ def _ignore_a_cut(task: asyncio.Task[None]) -> None:
 
 async def serve(args: argparse.Namespace) -> None:
     load = Load(args)
+    # Its thousands of streams pause the collector as they do a server's: a latency it
+    # measures must not hold the load process's own collections.
+    pacing = asyncio.create_task(collector.keep_collecting())
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
@@ -418,6 +422,7 @@ async def serve(args: argparse.Namespace) -> None:
         elif "report" in command:
             answer = load.report()
         print(json.dumps(answer), flush=True)
+    pacing.cancel()
 
 
 def main() -> None:
@@ -430,6 +435,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--web", default="", help="the web port: seats watch and move there, as browsers")
     args = parser.parse_args()
+    collector.configure()
     try:
         import uvloop
 
