@@ -187,7 +187,10 @@ async def measure_step(
     await asyncio.sleep(args.move_window)
     reports = await ask_all(loads, {"report": True})
     moving_s = time.monotonic() - started
-    moving_cpu = sum(server.stop().values())
+    by_process = server.stop()
+    moving_cpu = sum(by_process.values())
+    cores = ", ".join(f"{name} {cpu / moving_s:.2f}" for name, cpu in by_process.items())
+    print(f"  cores while moving: {cores}", file=sys.stderr)
     latencies = [ms for report in reports for ms in report["latencies_ms"]]
     moves = sum(report["moves"] for report in reports)
     load_cpu = sum(r["cpu_s"] for r in reports) - sum(r["cpu_s"] for r in before)
@@ -261,7 +264,11 @@ async def run_path(path: str, steps: list[int], args: argparse.Namespace, log: I
         redis_pid = int((await probe.info("server"))["process_id"])
         await probe.aclose()
         server_pids = with_descendants([*(p.pid for p in system.processes), redis_pid])
-        server = CpuMeter({"servers": server_pids})
+        # By process, to tell which one a step's moves load most (the gateway comes last).
+        *services, gateway_process = system.processes
+        server = CpuMeter(
+            {"service": [p.pid for p in services], "gateway": [gateway_process.pid], "redis": [redis_pid]}
+        )
         await asyncio.sleep(args.settle)
         base = await measure_base(server, server_pids, args.idle_window)
         per_process = args.seats_per_process if path == NATIVE else args.browser_seats_per_process
