@@ -186,6 +186,21 @@ class MatchReader:
     ) -> tuple[dict[str, Any], int, int | None, list[int]]:
         """The caller's view, or a spectator's (``token`` None: public facts only)."""
         grant, record = await self.admit(match_id, token)
+        return self.view_of(record, grant)
+
+    async def get_table(
+        self, match_id: str, token: str | None
+    ) -> tuple[tuple[dict[str, Any], int, int | None, list[int]], MatchFacts]:
+        """``get_view`` and ``get_match`` of one read of the match: a watch's table after
+        each commit reads it once, and its view and facts are of the same record."""
+        grant, record = await self.admit(match_id, token)
+        return self.view_of(record, grant), self.facts(record)
+
+    def view_of(
+        self, record: MatchRecord, grant: auth.SeatGrant | None
+    ) -> tuple[dict[str, Any], int, int | None, list[int]]:
+        """The view of ``grant``'s seat in ``record`` (None: a spectator's), its version, the
+        seat and the active seats."""
         seat = None if grant is None else grant.seat
         seats = self.seats(record)
         state = self.state_of(record)

@@ -252,8 +252,7 @@ class GameServicer:
             await ahead.cancel()
 
     async def _table(self, match_id: str, token: str | None) -> Message:
-        body, version, seat, active = await self.service.get_view(match_id, token)
-        facts = await self.service.get_match(match_id)
+        (body, version, seat, active), facts = await self.service.get_table(match_id, token)
         update = self.codec.pb2.TableUpdate(
             view=self.codec.view(body, version, seat, active), match=match_message(facts)
         )
