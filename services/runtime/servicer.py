@@ -266,14 +266,15 @@ class GameServicer:
         if first is None or first.WhichOneof("kind") != "watch":
             raise InvalidArgument("PlayMatchRequest.watch: the first message names the match", field="watch")
         watch, token = first.watch, _token(context)
-        if watch.with_table:
-            raise InvalidArgument(
-                "PlayMatchRequest.watch.with_table: only WatchMatch carries the table",
-                field="watch.with_table",
-            )
         _bind(match_id=watch.match_id)
+        if watch.with_table and not hasattr(self.codec.pb2, "TableUpdate"):
+            raise InvalidArgument(
+                "watch.with_table: this game's contract has no MatchEvent.table", field="watch.with_table"
+            )
         after_version = watch.after_version if watch.HasField("after_version") else None
-        outbox = PlayOutbox(self.service.settings.heartbeat_s, self.service.heartbeat)
+        # A page that asked for the table tells a frozen gateway by the heartbeats, as on WatchMatch.
+        heartbeat_s = TABLE_HEARTBEAT_S if watch.with_table else self.service.settings.heartbeat_s
+        outbox = PlayOutbox(heartbeat_s, self.service.heartbeat)
         detach = await self.service.attach_watch(
             watch.match_id, token, after_version, watch.after_seq, outbox
         )
@@ -289,8 +290,14 @@ class GameServicer:
 
         _when_call_ends(release)
         try:
+            if watch.with_table:
+                yield self.codec.pb2.PlayMatchResponse(events=[await self._table(watch.match_id, token)])
             async for batch, answer in outbox.batches():
                 response = self.codec.pb2.PlayMatchResponse(events=[self.codec.event(e) for e in batch])
+                # A batch holds whole commits (the hub hands a commit's events over at once):
+                # the table after them, in the same message as the move's answer.
+                if watch.with_table and any("heartbeat" not in e.body for e in batch):
+                    response.events.append(await self._table(watch.match_id, token))
                 if answer is not None:
                     getattr(response, answer[0]).CopyFrom(answer[1])
                 yield response

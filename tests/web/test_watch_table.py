@@ -1,15 +1,14 @@
 """WatchMatch asked with_table carries the caller's table: first when it opens, then after
 each commit's events (and the seat's prompt), so that the web page draws from the stream
-alone; heartbeats every TABLE_HEARTBEAT_S while quiet; the watch released when its call ends;
-PlayMatch refuses the flag."""
+alone; heartbeats every TABLE_HEARTBEAT_S while quiet; the watch released when its call ends.
+PlayMatch asked with_table carries the same tables (after each commit, in the message with
+the move's answer) and heartbeats."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-import grpc
-import pytest
 from mogames.common.v1 import common_pb2
 
 from clients.game_client import auth
@@ -83,13 +82,67 @@ async def test_a_quiet_table_watch_sends_heartbeats_and_is_released(
     await watch_released(redis_client, started.match_id)
 
 
-async def test_play_match_refuses_with_table(cluster: Cluster) -> None:
+def kinds_of(response: Any) -> list[str]:
+    return [event.WhichOneof("event") for event in response.events]
+
+
+async def answered(call: Any) -> Any:
+    """The next message with a move's answer; each one before it that brings history (the
+    seat's connection) ends with the table."""
+    while True:
+        response = await call.read()
+        if response.WhichOneof("answer"):
+            return response
+        if any(event.seq for event in response.events):
+            assert kinds_of(response)[-1] == "table", kinds_of(response)
+
+
+async def test_play_match_asked_with_table_carries_it_with_each_commit(cluster: Cluster) -> None:
     client = cluster.client(GAME)
     started = await start_match(client, 2, seed=5)
-    call = client.stub.PlayMatch(metadata=auth(started.tokens[0]), timeout=10)
+    seat, move, version = await active_seat_move(client, started)
+    call = client.stub.PlayMatch(metadata=auth(started.tokens[seat]), timeout=30)
     watch = common_pb2.WatchMatchRequest(match_id=started.match_id, with_table=True)
     await call.write(client.pb2.PlayMatchRequest(watch=watch))
-    with pytest.raises(grpc.aio.AioRpcError) as refused:
-        await call.read()
-    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    assert "with_table" in (refused.value.details() or "")
+    # The table as it stands alone first, then the history and the prompt with the table after.
+    first = await call.read()
+    assert kinds_of(first) == ["table"] and first.events[0].table.view.seat == seat
+    caught_up = await call.read()
+    assert kinds_of(caught_up)[-2:] == ["prompt", "table"], kinds_of(caught_up)
+
+    # A refused move changed nothing: no table with its answer (but after history, if any).
+    await client.send_move(call, move, expected_version=version + 1)
+    refused = await answered(call)
+    assert refused.WhichOneof("answer") == "refused", refused
+    assert "table" not in kinds_of(refused) or any(event.seq for event in refused.events)
+
+    # A committed move: its events, then the table at its version, in the answer's message.
+    await client.send_move(call, move, expected_version=version)
+    answer = await answered(call)
+    assert answer.WhichOneof("answer") == "committed", answer
+    kinds = kinds_of(answer)
+    committed = [e.WhichOneof("event") for e in answer.committed.events]
+    assert kinds[: len(committed)] == committed and kinds[-1] == "table", (kinds, committed)
+    table = answer.events[-1].table
+    assert table.match.version == table.view.version == answer.committed.version
+    assert table.view.seat == seat
+    call.cancel()
+
+
+async def test_a_quiet_play_match_with_table_beats_every_table_heartbeat(cluster: Cluster) -> None:
+    client = cluster.client(GAME)
+    started = await start_match(client, 2, seed=6)
+    call = client.stub.PlayMatch(metadata=auth(started.tokens[0]), timeout=30)
+    watch = common_pb2.WatchMatchRequest(match_id=started.match_id, with_table=True)
+    await call.write(client.pb2.PlayMatchRequest(watch=watch))
+    beats: list[int] = []
+    while len(beats) < 2:
+        response = await call.read()
+        if kinds_of(response) == ["heartbeat"]:
+            beats.append(response.events[0].heartbeat.server_time_unix_ms)
+        else:  # the table, the history (the seat's connection), each with the table after
+            assert kinds_of(response)[-1] == "table", kinds_of(response)
+    # Two in a row, TABLE_HEARTBEAT_S apart by the server's clock (the call's timeout is
+    # shorter than the game's own heartbeat_s, 30 s: they are the table's).
+    assert beats[1] - beats[0] >= TABLE_HEARTBEAT_S * 1000 - 50, beats
+    call.cancel()
