@@ -7,7 +7,8 @@ by the watch hub as WatchMatch would send them; MatchService.attach_watch) and i
 queued at that moment. A committed move's answer waits for its version's events (the
 watch brings them a moment after the commit lands), so the mover gets one message per
 move, not two; it never waits longer than ANSWER_WAIT_S, should the watch be behind. A
-stream that sent nothing for ``heartbeat_s`` sends a heartbeat.
+stream that sent nothing for ``heartbeat_s`` sends a heartbeat (the first one sooner, at a
+point drawn for the stream: watch_hub.first_heartbeat_s).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from services.runtime.errors import SeatRevoked
 from services.runtime.history import StoredEvent
+from services.runtime.watch_hub import first_heartbeat_s
 
 # The longest a committed move's answer waits for its version's events.
 ANSWER_WAIT_S = 1.0
@@ -33,6 +35,8 @@ class PlayOutbox:
     def __init__(self, heartbeat_s: float, heartbeat: Callable[[int], StoredEvent]) -> None:
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._heartbeat_s = heartbeat_s
+        # Quiet time before the next heartbeat: drawn for the first (watch_hub.py).
+        self._quiet_s = first_heartbeat_s(heartbeat_s)
         # The heartbeat event after events up to a version (MatchService.heartbeat).
         self._heartbeat = heartbeat
         self._sent_at = 0.0
@@ -83,7 +87,7 @@ class PlayOutbox:
         self._sent_at = loop.time()
         # One timer for the stream's life, moved on lazily (_beat), rather than one armed
         # and cancelled around every wait: a move's messages are the hot path.
-        self._timer = loop.call_later(self._heartbeat_s, self._beat)
+        self._timer = loop.call_later(self._quiet_s, self._beat)
         try:
             async for batch in self._batches():
                 self._sent_at = loop.time()
@@ -94,11 +98,12 @@ class PlayOutbox:
     def _beat(self) -> None:
         loop = asyncio.get_running_loop()
         quiet = loop.time() - self._sent_at
-        if quiet >= self._heartbeat_s:
+        if quiet >= self._quiet_s:
             self._queue.put_nowait(("heartbeat", None))
             self._sent_at = loop.time()  # the heartbeat's message is about to go
+            self._quiet_s = self._heartbeat_s
             quiet = 0.0
-        self._timer = loop.call_later(self._heartbeat_s - quiet, self._beat)
+        self._timer = loop.call_later(self._quiet_s - quiet, self._beat)
 
     async def _batches(self) -> AsyncIterator[Batch]:
         events: list[StoredEvent] = []

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import random
 from collections.abc import AsyncGenerator, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,18 @@ from services.runtime.tasks import cancel_until_done
 log = structlog.get_logger("watch_hub")
 
 RETRY_AFTER_ERROR_S = 1.0
+
+# A stream's first heartbeat comes after a random share of the interval, no less than this:
+# streams opened together (clients reconnecting after a restart or a cut) would otherwise
+# beat together for as long as they stay quiet, thousands of messages in one moment.
+FIRST_HEARTBEAT_SHARE = 0.5
+
+
+def first_heartbeat_s(heartbeat_s: float) -> float:
+    """When a quiet stream opened now sends its first heartbeat; the next ones come every
+    ``heartbeat_s`` after it, so the stream keeps the phase drawn here."""
+    return heartbeat_s * random.uniform(FIRST_HEARTBEAT_SHARE, 1.0)
+
 
 # A stream position: (version, seq) of the last event a watcher was given.
 Cursor = tuple[int, int]
@@ -142,6 +155,7 @@ class WatchHub:
         detach = self.attach(
             match_id, seat, after, queue.put_nowait, generation, lambda: queue.put_nowait(None)
         )
+        quiet_s = first_heartbeat_s(heartbeat_s)
         try:
             while True:
                 if not queue.empty():
@@ -153,9 +167,10 @@ class WatchHub:
                     # cancellation that lands as the queue hands over an event, and the watch
                     # would go on.
                     try:
-                        async with asyncio.timeout(heartbeat_s):
+                        async with asyncio.timeout(quiet_s):
                             event = await queue.get()
                     except TimeoutError:
+                        quiet_s = heartbeat_s
                         yield None
                         continue
                 if event is None:
