@@ -1,6 +1,7 @@
 """The paced collector (services/runtime/collector.py): a pace collects the young garbage
 cycles and freezes what survives, so no later young collection walks it again; a cycle
-frozen while alive and dropped afterwards is reclaimed once the heap halves or doubles.
+frozen while alive and dropped afterwards is reclaimed once the heap halves or doubles, by a
+full collection that is logged.
 
 Each case runs in a process of its own: freezing is global to the interpreter."""
 
@@ -31,15 +32,17 @@ def pace_until_collected(pacer, ref, paces):
 """
 
 
-def run(code: str) -> str:
+def run(code: str) -> tuple[str, str]:
+    """The script's last line of output, and its log lines before it."""
     script = PRELUDE + textwrap.dedent(code)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    *logged, last = done.stdout.strip().splitlines()
+    return last, "\n".join(logged)
 
 
 def test_a_pace_collects_young_garbage_cycles_and_freezes_the_survivors() -> None:
-    out = run(
+    out, logged = run(
         """
         gc.disable()  # only the pace collects
         pacer = Pacer(heap_look_every=1_000_000)
@@ -51,10 +54,11 @@ def test_a_pace_collects_young_garbage_cycles_and_freezes_the_survivors() -> Non
         """
     )
     assert out == "True True 0"
+    assert "full_collection" not in logged
 
 
 def test_a_cycle_frozen_alive_then_dropped_is_reclaimed_once_the_heap_halves() -> None:
-    out = run(
+    out, logged = run(
         """
         gc.disable()
         heap = [[n] for n in range(500_000)]
@@ -70,10 +74,11 @@ def test_a_cycle_frozen_alive_then_dropped_is_reclaimed_once_the_heap_halves() -
         """
     )
     assert out == "True 1 1"
+    assert logged.count("full_collection") == 1, logged
 
 
 def test_a_cycle_frozen_alive_then_dropped_is_reclaimed_once_the_heap_doubles() -> None:
-    out = run(
+    out, logged = run(
         """
         gc.disable()
         pacer = Pacer(heap_look_every=1)
@@ -88,3 +93,4 @@ def test_a_cycle_frozen_alive_then_dropped_is_reclaimed_once_the_heap_doubles() 
         """
     )
     assert out == "True 1 1"
+    assert logged.count("full_collection") == 1, logged

@@ -30,6 +30,11 @@ from __future__ import annotations
 import asyncio
 import gc
 import sys
+import time
+
+import structlog
+
+log = structlog.get_logger("collector")
 
 # The young collections' threshold, used between two paces only: high, as a move
 # allocates a few hundred short-lived containers, nearly all freed by reference counting.
@@ -40,6 +45,9 @@ YOUNG_EVERY_S = 0.1
 HEAP_LOOK_EVERY = 10
 # The heap's size (pymalloc blocks) against the last full collection's that starts another.
 FULL_WHEN_GROWN, FULL_WHEN_SHRUNK = 2.0, 0.5
+# A full collection that held the event loop longer than this is logged as a warning, with
+# its time: a latency figure that includes it can be told from one that does not.
+FULL_PAUSE_WARNING_S = 0.1
 
 
 def configure() -> None:
@@ -64,11 +72,23 @@ class Pacer:
         gc.collect(1)
         self._paces += 1
         if self._paces % self._heap_look_every == 0 and self._heap_changed():
-            gc.unfreeze()
-            gc.collect()
-            self._heap_at_full = sys.getallocatedblocks()
-            self.full_collections += 1
+            self._collect_all()
         gc.freeze()
+
+    def _collect_all(self) -> None:
+        heap_before, started = sys.getallocatedblocks(), time.thread_time()
+        gc.unfreeze()
+        collected = gc.collect()
+        self._heap_at_full = sys.getallocatedblocks()
+        self.full_collections += 1
+        pause_s = time.thread_time() - started
+        (log.warning if pause_s > FULL_PAUSE_WARNING_S else log.info)(
+            "full_collection",
+            cpu_ms=round(pause_s * 1000, 1),
+            collected=collected,
+            heap_blocks_before=heap_before,
+            heap_blocks_after=self._heap_at_full,
+        )
 
     def _heap_changed(self) -> bool:
         heap = sys.getallocatedblocks()
