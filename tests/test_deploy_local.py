@@ -97,7 +97,9 @@ class MakeRun:
 
     def redis(self) -> Any:
         password = (self.data_dir / "redis-password").read_text().strip()
-        return connect(f"redis://127.0.0.1:{self.redis_port}/0", password)
+        # The test's own reads and bulk writes: a service's short timeout would fail a 60,000
+        # command pipeline on a machine other work keeps busy.
+        return connect(f"redis://127.0.0.1:{self.redis_port}/0", password, socket_timeout_s=30)
 
 
 @pytest.fixture
