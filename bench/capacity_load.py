@@ -34,6 +34,7 @@ apply_core_settings()
 
 import grpc  # noqa: E402  (grpc loads after its core settings)
 import httpx  # noqa: E402
+import structlog  # noqa: E402
 from mogames.common.v1 import common_pb2  # noqa: E402
 
 from bench.baselines import cpu_seconds  # noqa: E402
@@ -435,6 +436,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--web", default="", help="the web port: seats watch and move there, as browsers")
     args = parser.parse_args()
+    # stdout is the bench's channel, one JSON answer a line: log lines (the collector's) go
+    # to stderr.
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     collector.configure()
     try:
         import uvloop
