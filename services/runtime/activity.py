@@ -117,6 +117,11 @@ class Activity:
         self._index = redis.register_script(_INDEX)
         self.outbox = Outbox(redis, game)
 
+    def concerns(self, seats: Seats) -> bool:
+        """Whether a commit of a match whose seats are as ``seats`` tells the players anything:
+        a seat is bound to a player, or was (``before_commit`` unindexes a player who left)."""
+        return any(seats.players()) or bool(seats.lifecycle.get("indexed"))
+
     def before_commit(
         self,
         seats: Seats,
@@ -129,11 +134,11 @@ class Activity:
         ``events``: remember its active seats (``active()``) in the record, so the next commit
         knows whose turn is new, and make the commit's notices from its public facts as it
         leaves them (``facts()``). None (and nothing to do) when no seat is bound to a player."""
+        if not self.concerns(seats):
+            return None
         players = seats.players()
         lifecycle = seats.lifecycle
         indexed = [str(p) for p in lifecycle.get("indexed", [])]
-        if not any(players) and not indexed:
-            return None
         gone = [p for p in indexed if p not in players]
         lifecycle["indexed"] = [p for p in players if p]
         before = [int(s) for s in lifecycle.get("turns", [])]

@@ -164,11 +164,14 @@ class MatchCommits(MatchReader):
         """Before the commit of ``record`` with ``stored`` (``state``: its new state, None to
         decode it from the record when needed): what it tells the players, with the notices the
         commit writes (services/runtime/activity.py); None when no seat is bound to a player."""
+        seats = self.seats(record)
+        if not self.activity.concerns(seats):
+            return None  # the hot path of most matches: nothing to make
         decoded: Callable[[], Any] = functools.cache(
             lambda: self.decode_state(record.state) if state is None else state
         )
         return self.activity.before_commit(
-            self.seats(record),
+            seats,
             lambda: active_seats(decoded(), record.status),
             lambda: self.facts(record, decoded()),
             stored,
