@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import logging
 import os
 import random
 import struct
@@ -437,8 +438,11 @@ def main() -> None:
     parser.add_argument("--web", default="", help="the web port: seats watch and move there, as browsers")
     args = parser.parse_args()
     # stdout is the bench's channel, one JSON answer a line: log lines (the collector's) go
-    # to stderr.
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))
+    # to stderr, warnings only.
+    structlog.configure(
+        wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
     collector.configure()
     try:
         import uvloop
