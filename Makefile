@@ -40,12 +40,13 @@ web: $(WEB_PAGE)
 $(WEB_DEPS): $(WEB)/package.json $(WEB)/package-lock.json $(INSTALLED)
 	cd $(WEB) && $(WEB_PATH) npm ci --no-audit --no-fund --loglevel=error
 	touch $@
-$(WEB_GEN): $(WEB_DEPS) $(PROTOS) buf.gen.yaml
+$(WEB_GEN): $(WEB_DEPS) $(PROTOS) buf.gen.yaml Makefile
 	rm -rf $(WEB)/src/gen
 	$(BIN)/buf generate
-	# google.rpc.ErrorInfo, to read the rule a refused move names: from the googleapis wheel.
+	# google.rpc.ErrorInfo, to read the rule a refused move names, and google.rpc.Status, a
+	# WebSocket stream's trailer: from the googleapis wheel.
 	rpc=$$($(BIN)/python -c "import pathlib, google.rpc.error_details_pb2 as m; print(pathlib.Path(m.__file__).parents[2])"); \
-		$(BIN)/buf generate $$rpc --path $$rpc/google/rpc/error_details.proto
+		$(BIN)/buf generate $$rpc --path $$rpc/google/rpc/error_details.proto --path $$rpc/google/rpc/status.proto
 	touch $@
 $(WEB_PAGE): $(WEB_GEN) $(WEB_SOURCES)
 	cd $(WEB) && $(WEB_PATH) npm run --silent build

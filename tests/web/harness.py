@@ -2,10 +2,13 @@
 
 What a match played through ``play_match`` checks, at the viewport it is given:
 - every move is made by clicking the table (``#board``): the list of moves is hidden;
-- each move costs its page exactly one request (SubmitMove; sent again only after the server
-  answered it with an error, as the page does when its store is away), and a page that
-  waits sends none: every request of every tab from the first table to the final summary
-  is counted from Chromium's network log;
+- each move costs its page exactly one request: one message on its WebSocket PlayMatch
+  (test_web_fallback.py plays over Connect where WebSockets are refused); sent again only after the server
+  answered it with an error, or its stream was cut before the answer, as the page does
+  when its store is away); and a page that waits sends none: every request and every
+  WebSocket message of every tab from the first table to the final summary is counted from
+  Chromium's network log (a stream's opening, its headers and its watch, is not a request:
+  see ``Tab``);
 - the page never shows a wire name (``WIRE_TEXT``: an enum value, "seat N", "[object");
 - axe-core finds no critical or serious violation on the first table, one mid-match and on
   the final summary;
@@ -41,6 +44,7 @@ Screenshots of the start, the middle and the end go to ``artifacts/web/<game>-<s
 
 from __future__ import annotations
 
+import importlib
 import json
 import random
 import re
@@ -49,7 +53,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from playwright.async_api import Browser, Page, Request, Response
+from playwright.async_api import Browser, Page, Request, Response, WebSocket
 
 from tests.web.conftest import ARTIFACTS, ROOT, WebStack
 from tests.web.players import TIMEOUT_MS
@@ -73,10 +77,12 @@ STALL_S = 60
 
 
 class Tab:
-    """One seat's page, with every request it sends. A watch opened again once the previous
-    one has ended (the server cut the stream: a replica's hand-over, a store timeout on a
-    loaded machine) is a resume, counted apart in ``resumes``: it is not a read, and the
-    page must make it. A second watch while one is open is a request like any other."""
+    """One seat's page, with every request it sends. A watch (a WatchMatch, or a WebSocket
+    PlayMatch with its headers and watch messages) opened again once the previous one has
+    ended (the server cut the stream: a replica's hand-over, a store timeout on a loaded
+    machine) is a resume, counted apart in ``resumes``: it is not a read, and the page must
+    make it. A second watch while one is open is a request like any other; so is every
+    message a WebSocket sends after its watch ("WS move" for a move)."""
 
     def __init__(self, page: Page, name: str) -> None:
         self.page = page
@@ -87,6 +93,8 @@ class Tab:
         # sends the same move again, and that try is part of the move.
         self.failed_moves = 0
         self.watches: set[Request] = set()
+        self.sockets: set[WebSocket] = set()
+        page.on("websocket", self._socket)
         page.on("request", self._sent)
         page.on("response", self._answered)
         page.on("requestfailed", lambda request: self._answered_with(request, 0))
@@ -100,11 +108,52 @@ class Tab:
         if request.url.endswith("/SubmitMove") and not 200 <= status < 300:
             self.failed_moves += 1
 
+    def _socket(self, socket: WebSocket) -> None:
+        if not self.watches and not self.sockets:
+            self.resumes += 1
+        else:
+            self.requests.append("WS " + socket.url.split("/", 3)[-1])
+        self.sockets.add(socket)
+        response_type = play_response_type(socket.url)
+        opening = ["headers", "watch"]
+        unanswered = [0]  # moves sent on this socket and not answered
+
+        def sent(payload: str | bytes) -> None:
+            kind = sent_kind(payload)
+            if opening and kind == opening[0]:
+                opening.pop(0)
+                return
+            if kind == "move":
+                unanswered[0] += 1
+            self.requests.append(f"WS {kind}")
+
+        def received(payload: str | bytes) -> None:
+            frame = payload.encode() if isinstance(payload, str) else payload
+            if frame[:1] != b"\x00":  # the header or trailer frame
+                return
+            answer = response_type.FromString(frame[5:]).WhichOneof("answer")
+            if answer:
+                unanswered[0] -= 1
+            if answer == "refused":  # the page sends it again if the server could not take it
+                self.failed_moves += 1
+
+        def closed(_: object = None) -> None:
+            if socket in self.sockets:
+                self.sockets.discard(socket)
+                # A move cut off before its answer is sent again on the next stream.
+                self.failed_moves += max(unanswered[0], 0)
+                unanswered[0] = 0
+
+        socket.on("framesent", sent)
+        socket.on("framereceived", received)
+        socket.on("close", closed)
+        socket.on("socketerror", closed)
+
     def _sent(self, request: Request) -> None:
         if not request.url.startswith("http"):
             return
         if request.url.endswith("/WatchMatch"):
-            resume = not self.watches
+            resume = not self.watches and not self.sockets
             self.watches.add(request)
             if resume:
                 self.resumes += 1
@@ -130,6 +179,25 @@ class Tab:
         """The moves the table offers, as the page's data-move JSON."""
         shown = await self.page.locator(MOVE_ON_TABLE).evaluate_all("b => b.map(e => e.dataset.move)")
         return [json.loads(m) for m in shown]
+
+
+def play_types(url: str) -> Any:
+    """The generated module of the service a WebSocket's URL names (.../<package>.<Service>/PlayMatch)."""
+    package = url.split("/")[-2].rsplit(".", 1)[0]
+    return importlib.import_module(f"{package}.{package.split('.')[1]}_pb2")
+
+
+def play_response_type(url: str) -> Any:
+    return play_types(url).PlayMatchResponse
+
+
+def sent_kind(payload: str | bytes) -> str:
+    """What a page's WebSocket message is: its "headers" (text lines), a PlayMatchRequest's
+    "watch" or "move" (a byte 0, the 5-byte gRPC-Web prefix, then field 1 or 2), or "other"."""
+    data = payload.encode() if isinstance(payload, str) else payload
+    if data[:1] not in (b"\x00", b"\x01"):
+        return "headers"
+    return {0x0A: "watch", 0x12: "move"}.get(data[6] if len(data) > 6 else -1, "other")
 
 
 # Makes one move of the tab's seat by clicking on the table.
@@ -223,6 +291,11 @@ async def assert_accessible(tab: Tab, when: str) -> None:
     assert not bad, f"axe-core on {tab.name}'s page ({when}):\n" + "\n".join(bad)
 
 
+def is_move(request: str) -> bool:
+    """A move: one message on the seat's WebSocket PlayMatch (where WebSockets pass, as here)."""
+    return request == "WS move"
+
+
 async def play_match(
     stack: WebStack,
     browser: Browser,
@@ -293,7 +366,7 @@ async def play_match(
                 "#error"
             ).inner_text()
             tries = tab.requests[sent:]
-            assert all("SubmitMove" in r for r in tries) and len(tries) == 1 + tab.failed_moves - failed, (
+            assert all(is_move(r) for r in tries) and len(tries) == 1 + tab.failed_moves - failed, (
                 f"{tab.name}'s move sent {tries}, {tab.failed_moves - failed} answered with an error"
             )
             made[i] += 1
@@ -316,9 +389,9 @@ async def play_match(
         await shots("end", creator)
     for tab, before, own, failed in zip(tabs, sent_before, made, failed_before, strict=True):
         sent = tab.requests[before:]
-        assert len(sent) == own + tab.failed_moves - failed and all("SubmitMove" in r for r in sent), (
+        assert len(sent) == own + tab.failed_moves - failed and all(is_move(r) for r in sent), (
             f"{tab.name} made {own} moves and sent {len(sent)} requests: "
-            f"{sorted(set(sent) - {r for r in sent if 'SubmitMove' in r})} besides its moves"
+            f"{sorted({r for r in sent if not is_move(r)})} besides its moves"
         )
         if tab.resumes > 1:
             print(f"{match.game}: {tab.name}'s watch was cut and resumed {tab.resumes - 1} time(s)")

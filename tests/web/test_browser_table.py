@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from playwright.async_api import Browser, Page
+from playwright.async_api import Browser, Page, WebSocket
 
 from tests.web.conftest import ARTIFACTS, WebStack
 from tests.web.players import Tab
@@ -16,14 +16,24 @@ from tests.web.test_browser_games import Setup, create_in_lobby, open_tab
 
 
 class OpenWatches:
-    """The WatchMatch requests a page has open, from Chromium's own network log."""
+    """The watches a page has open (WatchMatch requests and PlayMatch WebSockets), from
+    Chromium's own network log, and every message its WebSockets send."""
 
     def __init__(self, page: Page) -> None:
         self.open: set[Any] = set()
         self.started = 0
+        self.frames_sent = 0
         page.on("request", self._started)
         page.on("requestfinished", lambda request: self.open.discard(request))
         page.on("requestfailed", lambda request: self.open.discard(request))
+        page.on("websocket", self._socket)
+
+    def _socket(self, socket: WebSocket) -> None:
+        self.open.add(socket)
+        self.started += 1
+        socket.on("framesent", lambda _: setattr(self, "frames_sent", self.frames_sent + 1))
+        socket.on("close", lambda _: self.open.discard(socket))
+        socket.on("socketerror", lambda _: self.open.discard(socket))
 
     def _started(self, request: Any) -> None:
         if request.url.endswith("/WatchMatch"):
@@ -41,6 +51,7 @@ async def test_taking_a_seat_by_link_waiting_without_requests_clicking_a_tile_an
     quick_bots_stack: WebStack, browser: Browser
 ) -> None:
     creator = await open_tab(browser, quick_bots_stack.url, "Ada")
+    creator_watches = OpenWatches(creator.page)
     errors: list[str] = []
     creator.page.on("pageerror", lambda error: errors.append(str(error)))
     # Custom tiles that are not JSON: the lobby says so, and nothing is thrown.
@@ -68,9 +79,12 @@ async def test_taking_a_seat_by_link_waiting_without_requests_clicking_a_tile_an
     served = await quick_bots_stack.cluster.client("morisi").match(match_id)
     mover, waiter = tabs[served.active_seats[0]], tabs[1 - served.active_seats[0]]
 
-    # The waiting page learns the move from its watch alone: it sends no request.
+    # The waiting page learns the move from its watch alone: it sends no request, and no
+    # message on its WebSocket.
     sent: list[str] = []
     waiter.page.on("request", lambda request: sent.append(request.url))
+    waiter_watches = watches if waiter is joiner else creator_watches
+    frames_before = waiter_watches.frames_sent
     # A pawn is placed by clicking the middle of a tile, where its label is drawn.
     before = await mover.version()
     hexes = mover.page.locator("svg.hexmap polygon.clickable")
@@ -81,6 +95,7 @@ async def test_taking_a_seat_by_link_waiting_without_requests_clicking_a_tile_an
     await version_above(mover, before)
     await version_above(waiter, before)
     assert sent == [], f"the waiting page sent {sent}"
+    assert waiter_watches.frames_sent == frames_before, "the waiting page sent on its WebSocket"
     assert await waiter.page.locator("#error").count() == 0
 
     # Each event once in the log of the page that took its seat by link.

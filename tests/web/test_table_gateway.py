@@ -1,8 +1,9 @@
 """The table when its gateway fails, with a real gateway process: frozen (SIGSTOP), the page
 says "reconnecting" within 5 s, and no more once thawed; frozen again, then killed and started
 again on the same ports, the page is playing again within 5 s of the restart with no error
-left. A watch ended because the seat's
-token was revoked (the seat rejoined elsewhere) is not tried again: the page says so."""
+left. A watch (the seat's WebSocket
+PlayMatch) ended because the seat's token was revoked (the seat rejoined elsewhere) is not
+tried again, over a WebSocket or Connect: the page says so."""
 
 from __future__ import annotations
 
@@ -129,6 +130,7 @@ async def test_a_watch_ended_by_a_revoked_token_is_not_tried_again(
     tab.page.on(
         "request", lambda request: watches.append(request.url) if "WatchMatch" in request.url else None
     )
+    tab.page.on("websocket", lambda socket: watches.append(socket.url))
     # The seat taken back elsewhere with its rejoin key: this page's token is revoked.
     await quick_bots_stack.cluster.client("happy_mochi").rejoin(match_id, held["rejoinKey"])
     notice = tab.page.locator("#notice")

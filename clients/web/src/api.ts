@@ -20,6 +20,8 @@ export interface GameDescriptors {
   move: DescMessage;
   event: DescMessage;
   create: DescMessage;
+  playRequest: DescMessage;
+  playResponse: DescMessage;
 }
 
 // Every game service has the same RPCs; the messages differ per game.
@@ -30,6 +32,8 @@ export const GAMES: Record<string, GameDescriptors> = {
     move: happymochi.MoveSchema,
     event: happymochi.MatchEventSchema,
     create: happymochi.CreateMatchRequestSchema,
+    playRequest: happymochi.PlayMatchRequestSchema,
+    playResponse: happymochi.PlayMatchResponseSchema,
   },
   mori: {
     service: mori.Mori,
@@ -37,6 +41,8 @@ export const GAMES: Record<string, GameDescriptors> = {
     move: mori.MoveSchema,
     event: mori.MatchEventSchema,
     create: mori.CreateMatchRequestSchema,
+    playRequest: mori.PlayMatchRequestSchema,
+    playResponse: mori.PlayMatchResponseSchema,
   },
   more: {
     service: more.More,
@@ -44,6 +50,8 @@ export const GAMES: Record<string, GameDescriptors> = {
     move: more.MoveSchema,
     event: more.MatchEventSchema,
     create: more.CreateMatchRequestSchema,
+    playRequest: more.PlayMatchRequestSchema,
+    playResponse: more.PlayMatchResponseSchema,
   },
   morisi: {
     service: morisi.Morisi,
@@ -51,6 +59,8 @@ export const GAMES: Record<string, GameDescriptors> = {
     move: morisi.MoveSchema,
     event: morisi.MatchEventSchema,
     create: morisi.CreateMatchRequestSchema,
+    playRequest: morisi.PlayMatchRequestSchema,
+    playResponse: morisi.PlayMatchResponseSchema,
   },
   momiji: {
     service: momiji.Momiji,
@@ -58,6 +68,8 @@ export const GAMES: Record<string, GameDescriptors> = {
     move: momiji.MoveSchema,
     event: momiji.MatchEventSchema,
     create: momiji.CreateMatchRequestSchema,
+    playRequest: momiji.PlayMatchRequestSchema,
+    playResponse: momiji.PlayMatchResponseSchema,
   },
 };
 

@@ -1,8 +1,11 @@
-// A match: its table as the caller's seat (or a spectator) sees it, kept live by WatchMatch.
+// A match: its table as the caller's seat (or a spectator) sees it, kept live by a stream:
+// PlayMatch over a WebSocket for a seat (its moves on it too), WatchMatch for a spectator
+// (and for a seat where WebSockets do not pass: its moves are SubmitMove calls then).
 import { toJson, type Message } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { auth, describeError, GAMES, gameClient, isCode } from "./api.js";
 import { h } from "./dom.js";
+import { SeatPlay } from "./play_socket.js";
 import { RENDERERS } from "./games/index.js";
 import type { LegalMove, TableContext } from "./games/types.js";
 import { renderGenericView, type Json } from "./render.js";
@@ -13,7 +16,7 @@ import { MatchStatus, type Match } from "./gen/mogames/common/v1/common_pb.js";
 const HISTORY_LIMIT = 300;
 // Failed calls are tried again after these pauses, the last one repeating.
 const BACKOFF_MS = [250, 500, 1000, 2000];
-// The watch sends the table after every commit and a heartbeat every 2 s when quiet
+// The stream sends the table after every commit and a heartbeat every 2 s when quiet
 // (WatchMatchRequest.with_table): this long without a message, the gateway is frozen or
 // gone and the page says "reconnecting" (within 5 s of it); after REOPEN_MS the watch is
 // opened again. No request is sent while the stream is alive.
@@ -58,6 +61,7 @@ export class Table {
   private seat?: HeldSeat;
   private readonly client;
   private readonly descriptors;
+  private readonly seatPlay;
 
   constructor(
     private readonly root: HTMLElement,
@@ -66,6 +70,7 @@ export class Table {
   ) {
     this.client = gameClient(game);
     this.descriptors = GAMES[game];
+    this.seatPlay = new SeatPlay(this.descriptors.service.typeName, this.descriptors.playRequest, this.descriptors.playResponse);
     this.seat = heldSeat(matchId);
   }
 
@@ -83,6 +88,11 @@ export class Table {
 
   private get token(): string | undefined {
     return this.seat?.token;
+  }
+
+  /** A seat plays on a WebSocket PlayMatch unless this page's WebSocket was refused. */
+  private get overSocket(): boolean {
+    return Boolean(this.token) && !this.seatPlay.refused;
   }
 
   private get live(): boolean {
@@ -120,9 +130,11 @@ export class Table {
         request.afterVersion = this.cursor.version;
         request.afterSeq = this.cursor.seq;
       }
+      const token = this.overSocket ? this.token : undefined;
       try {
         const signal = this.watch.signal;
-        for await (const event of this.client.watchMatch(request, { ...auth(this.token), signal })) {
+        const events = token ? this.seatPlay.events(request, token, signal) : this.client.watchMatch(request, { ...auth(this.token), signal });
+        for await (const event of events) {
           if (generation !== this.watchGeneration) return;
           this.lastHeard = Date.now();
           failures = 0;
@@ -133,6 +145,8 @@ export class Table {
         if (generation !== this.watchGeneration || !this.live) return;
       } catch (error) {
         if (this.stopped || generation !== this.watchGeneration) return;
+        // The WebSocket was refused before it ever opened: the same watch over Connect, now.
+        if (token && this.seatPlay.refused) continue;
         if (isCode(error, Code.NotFound) || isCode(error, Code.PermissionDenied)) {
           this.error = describeError(error).message;
           this.render();
@@ -231,7 +245,8 @@ export class Table {
     const requestId = crypto.randomUUID();
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.client.submitMove({ matchId: this.matchId, move: chosen.move, requestId }, { ...auth(this.token), timeoutMs: MOVE_TIMEOUT_MS });
+        if (this.overSocket) await this.seatPlay.move({ move: chosen.move, requestId }, MOVE_TIMEOUT_MS);
+        else await this.client.submitMove({ matchId: this.matchId, move: chosen.move, requestId }, { ...auth(this.token), timeoutMs: MOVE_TIMEOUT_MS });
         // The moves offered were for the version before the move: the stream brings the next.
         if (Number(this.match?.version ?? 0) === before) this.moves = [];
         this.setReconnecting(false);
@@ -442,6 +457,7 @@ const REFUSALS: Record<string, string> = {
   not_your_turn: "That move is not allowed: it is not your turn.",
   token_revoked: "This seat is no longer yours (you left, or a bot took it).",
   match_over: "The match is over: no more moves.",
+  stale_version: "That move is not allowed: the table changed before it arrived. Choose again.",
 };
 
 // A dot on the tab's icon and a word in its title when the seat is to play. Both icons are
