@@ -18,8 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 from services.engine import JsonDict
-from services.more.cards import DECK_SIZE, SUIT_NAMES, identity, is_pankal, points
-from services.more.rules import PHASES, PILE_STATES, Options, State, Turn, Undo
+from services.more.cards import DECK_SIZE, SUIT_NAMES, identity, is_pankal, natural_at, points
+from services.more.rules import OPENING_HALVES, PHASES, PILE_STATES, Options, State, Turn, Undo
 
 IDENTITY = [identity(card) for card in range(DECK_SIZE)]
 POINTS = [points(card) for card in range(DECK_SIZE)]
@@ -249,62 +249,161 @@ def _undo(
 # The largest discard pile a Pair partner takes: more fills his hand with cards that count against
 # him, while his partner shares the melds (the Solo, alone against two, takes every pile he can).
 SMALL_PILE = 6
-LATE_DRAW_PILE = 25  # below this, discards give up the dearest cards rather than the cheapest
-# A playout stops after about one round (a match to 3100 takes thousands of moves) and the
-# position is scored by ``evaluate``.
-PLAYOUT_STEPS = 150
+# Below this many cards left to draw (the draw pile and the More piles that will refill it),
+# discards give up the dearest cards rather than the cheapest, and the Solo melds his pankals.
+LATE = 25
+PANKAL_MELD_SIZE = 5  # a meld this long takes a pankal at any time (a biriba is 7)
+# A playout stops after a few turns of every seat and the position is scored by ``evaluate``:
+# short playouts give the search many of them, and the standing after a few turns tells the
+# candidates apart with less noise than the end of a round does.
+PLAYOUT_STEPS = 45
 EVALUATE_SCALE = 150.0  # points of lead that make a win about three times likelier than a loss
-MELDS_WEIGHED = 6  # melding steps of each kind the search weighs
-DISCARDS_WEIGHED = 4  # the cheapest discards the search weighs
+MELDS_WEIGHED = 6  # melding steps of each kind the search weighs while the turn must meld
+DISCARDS_WEIGHED = 4  # the best discards (in the playout policy's order) the search weighs
+PANKAL_STEPS_WEIGHED = 2  # pankal steps held back that the search weighs against discarding
 
 
 def playout_move(state: State, seat: int, rng: random.Random) -> JsonDict:
     """A cheap sensible move: bid nothing; take the discard pile when its top card can be melded
     (a Pair partner only a small one), else draw; meld what the hand allows, one step at a time
-    (the timeout policy's order); then discard as ``_discard_order`` ranks the hand."""
+    in ``_meld_rank``'s order (the Solo keeps his pankals back while the round is young); then
+    discard as ``_discard_key`` ranks the hand."""
     phase = state.phase
     if phase == "bidding":
         return {"bid": {"amount": 0}}
     if phase == "draw":
-        wanted = seat == state.solo or len(state.discard) <= SMALL_PILE
-        if wanted and {"take_pile": {}} in state.legal_moves(seat):
+        if _wants_pile(state, seat) and {"take_pile": {}} in state.legal_moves(seat):
             return {"take_pile": {}}
         return {"draw": {}}
-    move = state.timeout_move(seat)
+    t = state.t
+    if t.opening and t.halves < OPENING_HALVES:
+        # the 7.5 minimum binds: the timeout policy melds only what reaches it
+        move = state.timeout_move(seat)
+        if "discard" not in move or len(state.hands[seat]) == 1:
+            return move
+        return {"discard": {"card": _best_discard(state, seat, rng)}}
+    moves = state.legal_moves(seat)
+    late = _pankals_now(state, seat)
+    best: JsonDict | None = None
+    best_rank = 0
+    can_discard = False
+    for move in moves:
+        if "discard" in move:
+            can_discard = True
+            continue
+        rank_ = _meld_rank(state, move, late)
+        if rank_ > best_rank:
+            best, best_rank = move, rank_
+    if best is not None:
+        return best
+    if can_discard:
+        if len(state.hands[seat]) == 1:
+            return {"discard": {"card": state.hands[seat][0]}}
+        return {"discard": {"card": _best_discard(state, seat, rng)}}
+    # no discard allowed yet (a taken pile's top card): any melding step, else take it back
+    step = next((m for m in moves if "lay_meld" in m or "add_to_meld" in m), None)
+    return step or next((m for m in moves if "take_back" in m), moves[0])
+
+
+def _to_draw(state: State) -> int:
+    """The cards left to draw this round: the draw pile and the More piles that will refill it."""
+    waiting = state.more_state
+    return len(state.draw) + sum(len(pile) for side, pile in state.more.items() if waiting[side] == "waiting")
+
+
+def _pankals_now(state: State, seat: int) -> bool:
+    """Whether ``seat`` melds a pankal anywhere it fits: a Pair partner always (what he holds when
+    the round ends counts against him alone, and his partner is one of the seats he must
+    outscore), the Solo once the round nears its end."""
+    return seat != state.solo or _to_draw(state) < LATE
+
+
+def _wants_pile(state: State, seat: int) -> bool:
+    if seat == state.solo:
+        return True
+    return len(state.discard) <= SMALL_PILE
+
+
+def _meld_rank(state: State, move: JsonDict, late: bool) -> int:
+    """How much a melding step is worth making now (0: not now): an addition before a new meld,
+    to the longest meld first; a pankal (it makes the meld dirty: half the biriba bonus) only
+    when ``late`` (``_pankals_now``) or onto a meld near a biriba."""
+    if "add_to_meld" in move:
+        body = move["add_to_meld"]
+        meld = state.melds[body["meld"]]
+        size = len(meld["cards"])
+        card = body["card"]
+        if PANKAL[card] and not _natural_add(meld, card, body["low_end"]):
+            return 20 + size if late or size >= PANKAL_MELD_SIZE else 0
+        return 40 + size
+    if "lay_meld" in move:
+        if _wild_lay(move["lay_meld"]["cards"]):
+            return 10 if late else 0
+        return 30
+    return 0
+
+
+def _natural_add(meld: dict[str, Any], card: int, low_end: bool) -> bool:
+    if meld["kind"] != "run":
+        return False
+    pos = meld["low"] - 1 if low_end else meld["low"] + len(meld["cards"])
+    return natural_at(card, meld["suit"], pos)
+
+
+def _wild_lay(cards: list[int]) -> bool:
+    """Whether a 3-card run (low to high) holds a pankal standing in for another card (a 2 of
+    the run's suit between its ace and its 3 is natural)."""
+    for i, card in enumerate(cards):
+        if PANKAL[card]:
+            if i != 1 or card >= 104:
+                return True
+            suit_ = IDENTITY[card][1]
+            return not (IDENTITY[cards[0]] == (1, suit_) and IDENTITY[cards[2]] == (3, suit_))
+    return False
+
+
+def _best_discard(state: State, seat: int, rng: random.Random) -> int:
     hand = state.hands[seat]
-    if "discard" not in move or len(hand) == 1:
-        return move
-    return {"discard": {"card": _best_discard(state, hand, rng)}}
-
-
-def _discard_order(state: State, hand: list[int], rng: random.Random | None = None) -> list[int]:
-    """The hand's cards, the best to discard first (see ``_discard_key``)."""
-    key = _discard_key(state, hand, rng)
-    return sorted((c for c in hand if c != state.t.top), key=key)
-
-
-def _best_discard(state: State, hand: list[int], rng: random.Random) -> int:
-    key = _discard_key(state, hand, rng)
+    key = _discard_key(state, hand, rng, feeds=_feeds(state, seat))
     return min((c for c in hand if c != state.t.top), key=key)
 
 
+def _feeds(state: State, seat: int) -> int:
+    """The next seat's wanted cards (a bit per suit * 16 + rank, as in ``_discard_key``), when
+    it is not a partner: the ends of its side's runs."""
+    nxt = (seat + 1) % 3
+    side = "solo" if nxt == state.solo else "pair"
+    if side == ("solo" if seat == state.solo else "pair"):
+        return 0
+    wanted = 0
+    for meld in state.melds:
+        if meld["side"] == side and meld["kind"] == "run":
+            low, high, suit_ = meld["low"] - 1, meld["low"] + len(meld["cards"]), meld["suit"]
+            for pos in (low, high):
+                if 1 <= pos <= 14:
+                    wanted |= 1 << (suit_ * 16 + (1 if pos == 14 else pos))
+    return wanted
+
+
 def _discard_key(
-    state: State, hand: list[int], rng: random.Random | None
-) -> Callable[[int], tuple[bool, bool, int, float]]:
-    """No pankal while another card will do, a card with no neighbour of its suit in the hand
-    before one that may still join a run, the cheapest first but the dearest once the draw pile
-    runs low (what is left in a hand counts against it)."""
-    late = len(state.draw) < LATE_DRAW_PILE
+    state: State, hand: list[int], rng: random.Random | None, feeds: int = 0
+) -> Callable[[int], tuple[bool, bool, bool, int, float]]:
+    """No pankal while another card will do, nor a card the next opponent can add to a meld
+    (he would take the pile), a card with no neighbour of its suit in the hand before one that
+    may still join a run, the cheapest first but the dearest once the draw pile runs low (what
+    is left in a hand counts against it)."""
+    late = _to_draw(state) < LATE
     ranks = [0] * 5  # per suit (a joker's -1 last), a bit per rank held
     for card in hand:
         rank_, suit_ = IDENTITY[card]
         ranks[suit_] |= 1 << rank_
 
-    def key(card: int) -> tuple[bool, bool, int, float]:
+    def key(card: int) -> tuple[bool, bool, bool, int, float]:
         rank_, suit_ = IDENTITY[card]
         near = suit_ >= 0 and bool(ranks[suit_] & NEIGHBOURS[rank_])
+        fed = suit_ >= 0 and bool(feeds >> (suit_ * 16 + rank_) & 1)
         cost = POINTS[card]
-        return (PANKAL[card], near, -cost if late else cost, rng.random() if rng else card)
+        return (PANKAL[card], fed, near, -cost if late else cost, rng.random() if rng else card)
 
     return key
 
@@ -323,25 +422,49 @@ def evaluate(state: State, seat: int) -> float:
 
 
 def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
-    """The moves worth searching: every bid and draw choice; in the play phase the first few
-    melding steps of each kind, taking back, and the cheapest discards."""
+    """The moves worth searching, from the seat's hand and the public table only: every bid and
+    draw choice; in the play phase the melding step the playout policy would make (melding
+    takes cards out of the hand that would count against it, so the search need not weigh
+    keeping them), else the best few discards and the pankal steps held back; while no
+    discard is allowed, the first melding steps of each kind and taking back."""
     moves = state.legal_moves(seat)
     if state.phase != "play":
         return moves
+    t = state.t
+    discards = [m for m in moves if "discard" in m]
+    if not discards or (t.opening and t.halves < OPENING_HALVES):
+        return _first_steps(moves)
+    late = _pankals_now(state, seat)
+    best: JsonDict | None = None
+    best_rank = 0
+    held_back: list[JsonDict] = []
+    for move in moves:
+        if "discard" in move or "take_back" in move:
+            continue
+        rank_ = _meld_rank(state, move, late)
+        if rank_ > best_rank:
+            best, best_rank = move, rank_
+        elif rank_ == 0 and len(held_back) < PANKAL_STEPS_WEIGHED:
+            held_back.append(move)
+    if best is not None:
+        return [best]
+    hand = state.hands[seat]
+    key = _discard_key(state, hand, None, feeds=_feeds(state, seat))
+    order = {card: i for i, card in enumerate(sorted((c for c in hand if c != t.top), key=key))}
+    discards.sort(key=lambda m: order.get(m["discard"]["card"], len(order)))
+    return held_back + discards[:DISCARDS_WEIGHED]
+
+
+def _first_steps(moves: list[JsonDict]) -> list[JsonDict]:
+    """The first few melding steps of each kind, taking back and the other moves listed."""
     wanted: list[JsonDict] = []
     counts = {"lay_meld": 0, "add_to_meld": 0}
-    discards = []
     for move in moves:
         kind = next(iter(move))
         if kind in counts:
             if counts[kind] < MELDS_WEIGHED:
                 wanted.append(move)
             counts[kind] += 1
-        elif kind == "discard":
-            discards.append(move)
         else:
             wanted.append(move)
-    order = {card: i for i, card in enumerate(_discard_order(state, state.hands[seat]))}
-    discards.sort(key=lambda m: order.get(m["discard"]["card"], len(order)))
-    wanted += discards[:DISCARDS_WEIGHED]
     return wanted

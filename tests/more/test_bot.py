@@ -86,3 +86,16 @@ def test_candidates_are_legal_and_playouts_end(options):
             assert move in legal
             state.apply(seat, move)
         assert state.is_over()
+
+
+def test_the_candidates_depend_only_on_what_the_seat_knows():
+    compared = 0
+    for seed in range(3):
+        for position in positions("more", 3, seed, every=2, limit=300):
+            view, history = position.information()
+            first, second = (determinize(view, position.seat, random.Random(s), history) for s in (1, 2))
+            assert candidate_moves(first, position.seat, random.Random(3)) == candidate_moves(
+                second, position.seat, random.Random(4)
+            )
+            compared += 1
+    assert compared > 100
