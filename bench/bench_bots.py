@@ -175,12 +175,17 @@ class Results:
         self.path = path
         self.versions = {game: bots_version(game) for game in games}
         self.held: dict[tuple[str, int, str, str, int], tuple[float, list[float]]] = {}
+        self.other_code = 0  # rows of these games played by other bot code: not counted
         if path is not None and path.exists():
-            for line in path.read_text().splitlines():
+            for line in path.read_text().splitlines(keepends=True):
+                if not line.endswith("\n"):
+                    break  # a row another run is still writing
                 row = json.loads(line)
                 if row["version"] == self.versions.get(row["game"]):
                     key = (row["game"], row["players"], row["level"], row["opponent"], row["n"])
                     self.held[key] = (row["score"], row["decisions_s"])
+                elif row["game"] in self.versions:
+                    self.other_code += 1
 
     def add(self, key: tuple[str, int, str, str, int], score: float, spent: list[float]) -> None:
         self.held[key] = (score, spent)
@@ -205,6 +210,8 @@ def win_rates(args: argparse.Namespace) -> list[Pairing]:
     wanted = [(*key, n) for n in range(args.matches) for key in pairings]
     jobs = [job for job in wanted if job not in results.held]
     print(f"  {len(wanted) - len(jobs)} matches already in {args.results}; {len(jobs)} to play", flush=True)
+    if results.other_code:
+        print(f"  {results.other_code} matches there were played by other bot code: not counted", flush=True)
     if jobs and not args.report:
         started = time.monotonic()
         context = multiprocessing.get_context("spawn")

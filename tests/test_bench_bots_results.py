@@ -27,6 +27,16 @@ def test_results_of_other_bot_code_are_not_counted(tmp_path):
     row |= {"n": 1, "version": "older"}
     with path.open("a") as out:
         out.write(json.dumps(row) + "\n")
+    again = Results(path, ["mori"])
+    assert set(again.held) == {("mori", 3, "hard", "random", 0)}
+    assert again.other_code == 1
+
+
+def test_a_row_another_run_is_still_writing_is_left_for_later(tmp_path):
+    path = tmp_path / "results.jsonl"
+    Results(path, ["mori"]).add(("mori", 3, "hard", "random", 0), 1.0, [0.2])
+    whole = path.read_text()
+    path.write_text(whole + whole[: len(whole) // 2])
     assert set(Results(path, ["mori"]).held) == {("mori", 3, "hard", "random", 0)}
 
 
