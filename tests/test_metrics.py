@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, running_redis, wait_for_port
-from tests.helpers import active_seat_move, start_match, wait_until
+from tests.helpers import active_seat_move, start_match, wait_serving, wait_until
 from tests.test_processes import spawn, spawn_service
 
 MOVES = 12
@@ -62,6 +62,9 @@ async def test_metrics_of_service_and_gateway_move_with_play(tmp_path):
                 wait_for_port(port, 30)
             before = scrape(service_metrics)
             async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+                # The gateway may have tried the replica before it listened: it answers
+                # UNAVAILABLE until its reconnection, then reports the game SERVING.
+                await wait_serving(channel, "mogames.happymochi.v1.HappyMochi")
                 client = GameClient(channel, "happy_mochi")
                 started = await start_match(client, 2, seed=5)
                 for _ in range(MOVES):
