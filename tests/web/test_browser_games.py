@@ -125,7 +125,9 @@ async def refuse_once(active: Tab, tamper: MoveTamper) -> None:
     """The active tab's next move goes out pinned to a version the match is not at: the
     server refuses it (stale_version) and the page must say so and change nothing."""
     before = await active.version()
-    tamper.stale_at = before + 1
+    # Far ahead: never the match's version, whoever else moves meanwhile (the pinned version
+    # is checked before the turn and the rules: services/runtime/checks.py).
+    tamper.stale_at = before + 1_000_000
     await active.click_move(0)
     error = active.page.locator("#error")
     assert await error.get_attribute("data-reason") == "stale_version"
