@@ -423,11 +423,15 @@ def evaluate(state: State, seat: int) -> float:
 
 def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
     """The moves worth searching, from the seat's hand and the public table only: every bid and
-    draw choice; in the play phase the melding step the playout policy would make (melding
-    takes cards out of the hand that would count against it, so the search need not weigh
-    keeping them), else the best few discards and the pankal steps held back; while no
-    discard is allowed, the first melding steps of each kind and taking back."""
+    draw choice, but the Solo takes a pile he may take; in the play phase the melding step the
+    playout policy would make (melding takes cards out of the hand that would count against it,
+    so the search need not weigh keeping them), else the best few discards and the pankal steps
+    held back; while no discard is allowed, the first melding steps of each kind and taking
+    back."""
     moves = state.legal_moves(seat)
+    if state.phase == "draw" and seat == state.solo and {"take_pile": {}} in moves:
+        # a pile swells the hand for a while: the standing a few turns on undervalues it
+        return [{"take_pile": {}}]
     if state.phase != "play":
         return moves
     t = state.t
