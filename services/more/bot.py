@@ -259,8 +259,7 @@ PANKAL_MELD_SIZE = 5  # a meld this long takes a pankal at any time (a biriba is
 PLAYOUT_STEPS = 45
 EVALUATE_SCALE = 150.0  # points of lead that make a win about three times likelier than a loss
 MELDS_WEIGHED = 6  # melding steps of each kind the search weighs while the turn must meld
-DISCARDS_WEIGHED = 4  # the best discards (in the playout policy's order) the search weighs
-PANKAL_STEPS_WEIGHED = 2  # pankal steps held back that the search weighs against discarding
+DISCARDS_WEIGHED = 4  # a Pair partner's best discards (in the playout policy's order) the search weighs
 
 
 def playout_move(state: State, seat: int, rng: random.Random) -> JsonDict:
@@ -425,9 +424,9 @@ def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDic
     """The moves worth searching, from the seat's hand and the public table only: every bid and
     draw choice, but the Solo takes a pile he may take; in the play phase the melding step the
     playout policy would make (melding takes cards out of the hand that would count against it,
-    so the search need not weigh keeping them), else the best few discards and the pankal steps
-    held back; while no discard is allowed, the first melding steps of each kind and taking
-    back."""
+    so the search need not weigh keeping them), else a Pair partner's best few discards, the
+    Solo's best discard; while no discard is allowed, the first melding steps of each kind and
+    taking back."""
     moves = state.legal_moves(seat)
     if state.phase == "draw" and seat == state.solo and {"take_pile": {}} in moves:
         # a pile swells the hand for a while: the standing a few turns on undervalues it
@@ -435,28 +434,32 @@ def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDic
     if state.phase != "play":
         return moves
     t = state.t
-    discards = [m for m in moves if "discard" in m]
-    if not discards or (t.opening and t.halves < OPENING_HALVES):
+    if t.opening and t.halves < OPENING_HALVES:
         return _first_steps(moves)
     late = _pankals_now(state, seat)
     best: JsonDict | None = None
     best_rank = 0
-    held_back: list[JsonDict] = []
     for move in moves:
         if "discard" in move or "take_back" in move:
             continue
         rank_ = _meld_rank(state, move, late)
         if rank_ > best_rank:
             best, best_rank = move, rank_
-        elif rank_ == 0 and len(held_back) < PANKAL_STEPS_WEIGHED:
-            held_back.append(move)
     if best is not None:
         return [best]
+    discards = [m for m in moves if "discard" in m]
+    if not discards:
+        return _first_steps(moves)
     hand = state.hands[seat]
     key = _discard_key(state, hand, None, feeds=_feeds(state, seat))
     order = {card: i for i, card in enumerate(sorted((c for c in hand if c != t.top), key=key))}
     discards.sort(key=lambda m: order.get(m["discard"]["card"], len(order)))
-    return held_back + discards[:DISCARDS_WEIGHED]
+    if seat == state.solo:
+        # the standing a few turns on rewards what empties the hand at once (a pankal melded
+        # early, the dearest card thrown): the Solo, who must meld more than two seats, plays
+        # the playout policy's move
+        return discards[:1]
+    return discards[:DISCARDS_WEIGHED]
 
 
 def _first_steps(moves: list[JsonDict]) -> list[JsonDict]:
