@@ -305,7 +305,7 @@ def playout_move(state: State, seat: int, rng: random.Random) -> JsonDict:
 
 
 def _to_draw(state: State) -> int:
-    """The cards left to draw this round: the draw pile and the More piles that will refill it."""
+    """The cards left to draw in the current round: the draw pile and the More piles that will refill it."""
     waiting = state.more_state
     return len(state.draw) + sum(len(pile) for side, pile in state.more.items() if waiting[side] == "waiting")
 
