@@ -13,7 +13,7 @@ from playwright.async_api import async_playwright
 
 from deploy.tools import chromium_executable
 from gateway.server import build as build_gateway
-from gateway.web import start_web
+from gateway.web import WebServer, start_web
 from services.runtime.settings import GatewaySettings
 from tests.conftest import Cluster, running_services
 from tests.helpers import bounded
@@ -43,12 +43,19 @@ async def web_gateway(cluster: Cluster, redis_url: str) -> AsyncIterator[WebStac
         web_origins=(ALLOWED_ORIGIN,),
         web_root=str(PAGE),
     )
+    async with serving_web(settings) as web:
+        yield WebStack(f"http://127.0.0.1:{web.port}", cluster)
+
+
+@contextlib.asynccontextmanager
+async def serving_web(settings: GatewaySettings) -> AsyncIterator[WebServer]:
+    """A gateway built from ``settings``, with its web port on, stopped afterwards."""
     gateway, _checker, pools, port = await build_gateway(settings)
     await gateway.start()
     web = await start_web(settings, pools, port)
     assert web is not None
     try:
-        yield WebStack(f"http://127.0.0.1:{web.port}", cluster)
+        yield web
     finally:
         await bounded(web.stop(), "stopping the web port")
         await bounded(gateway.stop(None), "stopping the web port's gateway")

@@ -34,7 +34,7 @@ from tests.conftest import Cluster
 from tests.helpers import bounded, start_match, wait_until
 from tests.test_gateway_tls import _self_signed as self_signed
 from tests.test_processes import spawn_service
-from tests.web.conftest import ALLOWED_ORIGIN, PAGE, ROOT, WebStack
+from tests.web.conftest import ALLOWED_ORIGIN, PAGE, ROOT, WebStack, serving_web
 
 GAME = "happy_mochi"
 SERVICE = "mogames.happymochi.v1.HappyMochi"
@@ -290,17 +290,8 @@ async def web_port_before(address: str, redis_url: str) -> AsyncIterator[WebServ
         web_listen="127.0.0.1:0",
         web_root=str(PAGE),
     )
-    gateway, _checker, pools, port = await build_gateway(settings)
-    await gateway.start()
-    web = await start_web(settings, pools, port)
-    assert web is not None
-    try:
+    async with serving_web(settings) as web:
         yield web
-    finally:
-        await bounded(web.stop(), "stopping the web port")
-        await bounded(gateway.stop(None), "stopping the gateway")
-        for pool in pools:
-            await bounded(pool.close(), "closing a replica pool")
 
 
 @pytest.mark.parametrize("stop", ["replica stopped", "replica killed", "gateway stopped"])
