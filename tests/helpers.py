@@ -45,19 +45,24 @@ async def refusal(call: Awaitable[Any]) -> Refusal:
     try:
         await call
     except grpc.aio.AioRpcError as error:
-        status = rpc_status.from_call(error)  # type: ignore[arg-type]
-        reason = field = ""
-        for detail in status.details if status else ():
-            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                info = error_details_pb2.ErrorInfo()
-                detail.Unpack(info)
-                reason = info.reason
-            if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
-                bad = error_details_pb2.BadRequest()
-                detail.Unpack(bad)
-                field = bad.field_violations[0].field
-        return Refusal(error.code(), error.details() or "", reason, field)
+        return refusal_of(error)
     raise AssertionError("the call succeeded, a refusal was expected")
+
+
+def refusal_of(error: grpc.aio.AioRpcError) -> Refusal:
+    """A call's error with its rich details (the ErrorInfo reason, the BadRequest field)."""
+    status = rpc_status.from_call(error)  # type: ignore[arg-type]
+    reason = field = ""
+    for detail in status.details if status else ():
+        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            detail.Unpack(info)
+            reason = info.reason
+        if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            detail.Unpack(bad)
+            field = bad.field_violations[0].field
+    return Refusal(error.code(), error.details() or "", reason, field)
 
 
 async def active_seat_move(client: GameClient, started: StartedMatch) -> tuple[int, Any, int]:

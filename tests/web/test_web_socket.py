@@ -16,8 +16,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from mogames.happymochi.v1 import happymochi_pb2
 from playwright.async_api import Browser
 from websockets.asyncio.client import connect
@@ -31,7 +29,7 @@ from gateway.server import build as build_gateway
 from gateway.web import WebServer, own_listener, start_web
 from services.runtime.settings import GatewaySettings, InputLimits
 from tests.conftest import Cluster
-from tests.helpers import bounded, start_match, wait_until
+from tests.helpers import bounded, refusal_of, start_match, wait_until
 from tests.test_gateway_tls import _self_signed as self_signed
 from tests.test_processes import spawn_service
 from tests.web.conftest import ALLOWED_ORIGIN, PAGE, ROOT, WebStack, serving_web
@@ -70,13 +68,7 @@ async def ending(call: SocketCall) -> grpc.aio.AioRpcError:
 
 
 def reason(error: grpc.aio.AioRpcError) -> str:
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
-    for detail in status.details if status else ():
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            return info.reason
-    return ""
+    return refusal_of(error).reason
 
 
 async def test_a_match_is_played_to_the_end_on_two_websocket_seats(web_stack: WebStack) -> None:
