@@ -223,10 +223,7 @@ class GameServicer:
         from a quiet match by them, without asking anything). A commit hands its events and
         prompts to the watch at once, so the next one not being there after a turn of the
         loop means the commit's batch is over: the table goes then."""
-        if not hasattr(self.codec.pb2, "TableUpdate"):
-            raise InvalidArgument(
-                "with_table: this game's contract has no MatchEvent.table", field="with_table"
-            )
+        self._check_tables("with_table")
         table = await self._table(match_id, token)
         last_version: int = table.version  # type: ignore[attr-defined]
         yield table
@@ -251,6 +248,11 @@ class GameServicer:
         finally:
             await ahead.cancel()
 
+    def _check_tables(self, field: str) -> None:
+        """A watch asked ``field`` (with_table) of a game whose contract has no table."""
+        if not hasattr(self.codec.pb2, "TableUpdate"):
+            raise InvalidArgument(f"{field}: this game's contract has no MatchEvent.table", field=field)
+
     async def _table(self, match_id: str, token: str | None) -> Message:
         (body, version, seat, active), facts = await self.service.get_table(match_id, token)
         update = self.codec.pb2.TableUpdate(
@@ -267,10 +269,8 @@ class GameServicer:
             raise InvalidArgument("PlayMatchRequest.watch: the first message names the match", field="watch")
         watch, token = first.watch, _token(context)
         _bind(match_id=watch.match_id)
-        if watch.with_table and not hasattr(self.codec.pb2, "TableUpdate"):
-            raise InvalidArgument(
-                "watch.with_table: this game's contract has no MatchEvent.table", field="watch.with_table"
-            )
+        if watch.with_table:
+            self._check_tables("watch.with_table")
         after_version = watch.after_version if watch.HasField("after_version") else None
         # A page that asked for the table tells a frozen gateway by the heartbeats, as on WatchMatch.
         heartbeat_s = TABLE_HEARTBEAT_S if watch.with_table else self.service.settings.heartbeat_s
