@@ -20,10 +20,9 @@ from typing import Any
 
 import redis
 
-from deploy.redis_server import free_port, redis_executable, tuning_args, wait_for_port
+from deploy.redis_server import CLUSTER_BUS_OFFSET, free_port, redis_executable, tuning_args, wait_for_port
 
 SLOTS = 16384
-BUS_OFFSET = 10000
 NODE_TIMEOUT_MS = 1000
 
 
@@ -93,11 +92,11 @@ def _node_port() -> int:
     """A free port whose cluster bus port (port + 10000) is free and valid too."""
     while True:
         port = free_port()
-        if port + BUS_OFFSET > 65535:
+        if port + CLUSTER_BUS_OFFSET > 65535:
             continue
         with socket.socket() as bus:
             try:
-                bus.bind(("127.0.0.1", port + BUS_OFFSET))
+                bus.bind(("127.0.0.1", port + CLUSTER_BUS_OFFSET))
             except OSError:
                 continue
         return port

