@@ -24,13 +24,13 @@ from __future__ import annotations
 from typing import Any
 
 from services.runtime import keys
-from services.runtime.redis_client import text
+from services.runtime.redis_client import NOW_MS_LUA, text
 
 # KEYS: the due set. ARGV: lease ms, most entries to claim.
 # Returns Redis's now (ms), then the claimed ids, then the lease score (as sent back to settle).
-_CLAIM = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+_CLAIM = (
+    NOW_MS_LUA
+    + """
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
 local lease = string.format('%.1f', now + tonumber(ARGV[1]) + 0.5)
 local out = {tostring(now)}
@@ -41,6 +41,7 @@ end
 out[#out + 1] = lease
 return out
 """
+)
 
 # KEYS: the due set. ARGV: match id, the lease score, next due ms ('' = remove).
 _SETTLE = """

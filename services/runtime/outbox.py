@@ -30,7 +30,7 @@ import redis.asyncio as aioredis
 import structlog
 
 from services.runtime import keys, metrics
-from services.runtime.redis_client import RedisClient, text
+from services.runtime.redis_client import NOW_MS_LUA, RedisClient, text
 
 log = structlog.get_logger("outbox")
 
@@ -44,24 +44,26 @@ _encode = msgspec.json.Encoder().encode
 _decode_entries = msgspec.json.Decoder(list[list[str]]).decode
 
 # KEYS: the mark set. ARGV: the mark. Scored by Redis's clock; an older score is kept.
-_MARK = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+_MARK = (
+    NOW_MS_LUA
+    + """
 redis.call('ZADD', KEYS[1], 'NX', now, ARGV[1])
 return 1
 """
+)
 
 # KEYS: the mark set. ARGV: grace ms, most marks to take. The marks older than the grace,
 # each scored now: another replica's sweep leaves them alone for a grace, and one whose
 # delivery fails is taken again a grace later.
-_CLAIM = """
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+_CLAIM = (
+    NOW_MS_LUA
+    + """
 local old = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - tonumber(ARGV[1]), 'LIMIT', 0,
   tonumber(ARGV[2]))
 for _, mark in ipairs(old) do redis.call('ZADD', KEYS[1], now, mark) end
 return old
 """
+)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,13 @@ CLUSTER_SCHEMES = {"redis+cluster": False, "rediss+cluster": True}
 SINGLE_SCHEMES = ("redis", "rediss", "unix")
 
 SOCKET_TIMEOUT_S = 1.5
+
+# A script's first lines when it needs the time: Redis's clock in ms as `now`, the same for
+# every replica whatever its own clock says.
+NOW_MS_LUA = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+"""
 CONNECT_TIMEOUT_S = 1.0
 # Watchers used to hold a connection each; the watch hub needs only one, but a busy
 # replica still runs many calls at once.
