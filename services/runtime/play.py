@@ -8,7 +8,9 @@ queued at that moment. A committed move's answer waits for its version's events 
 watch brings them a moment after the commit lands), so the mover gets one message per
 move, not two; it never waits longer than ANSWER_WAIT_S, should the watch be behind. A
 stream that sent nothing for ``heartbeat_s`` sends a heartbeat (the first one sooner, at a
-point drawn for the stream: watch_hub.first_heartbeat_s).
+point drawn for the stream: heartbeats.py). A stream asked ``with_table``
+also queues the tables built from the records its watch was handed (``table``): a message
+carries the newest one queued with its events.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from services.runtime.errors import SeatRevoked
+from services.runtime.heartbeats import first_heartbeat_s
 from services.runtime.history import StoredEvent
-from services.runtime.watch_hub import first_heartbeat_s
 
 # The longest a committed move's answer waits for its version's events.
 ANSWER_WAIT_S = 1.0
@@ -28,7 +30,9 @@ ANSWER_WAIT_S = 1.0
 Cursor = tuple[int, int]
 # (the response's answer field, its message, the last event it waits for)
 Answer = tuple[str, Any, Cursor]
-Batch = tuple[list[StoredEvent], Answer | None]
+# (the rev of the record it was built from, the table's message)
+Table = tuple[int, Any]
+Batch = tuple[list[StoredEvent], Answer | None, Table | None]
 
 
 class PlayOutbox:
@@ -57,6 +61,10 @@ class PlayOutbox:
     def ended(self) -> None:
         """The match is over: the stream ends once what is queued is sent."""
         self._queue.put_nowait(("ended", None))
+
+    def table(self, table: Table) -> None:
+        """The table after the events queued so far (the hub hands a record after them)."""
+        self._queue.put_nowait(("table", table))
 
     def revoked(self) -> None:
         """The seat's token was revoked: the stream ends with that status, nothing more sent."""
@@ -108,6 +116,7 @@ class PlayOutbox:
     async def _batches(self) -> AsyncIterator[Batch]:
         events: list[StoredEvent] = []
         answer: Answer | None = None
+        table: Table | None = None
         seen: Cursor = self._start  # the furthest event sent or batched
         ended = False
         while True:
@@ -123,14 +132,14 @@ class PlayOutbox:
                         kind, item = await self._queue.get()
                 except TimeoutError:
                     if events or answer is not None:
-                        yield events, answer
+                        yield events, answer, table
                     if ended:
                         return
-                    events, answer = [], None
+                    events, answer, table = [], None, None
                     continue
             elif events or answer is not None:
-                yield events, answer
-                events, answer = [], None
+                yield events, answer, table
+                events, answer, table = [], None, None
                 continue
             elif ended:
                 return
@@ -144,9 +153,11 @@ class PlayOutbox:
             elif kind == "answer":
                 self._in_flight -= 1
                 if answer is not None:  # one answer per message: the earlier one goes first
-                    yield events, answer
-                    events = []
+                    yield events, answer, table
+                    events, table = [], None
                 answer = item
+            elif kind == "table":
+                table = item
             elif kind == "failed":
                 raise item
             else:  # ended

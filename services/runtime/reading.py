@@ -188,22 +188,22 @@ class MatchReader:
         grant, record = await self.admit(match_id, token)
         return self.view_of(record, grant)
 
-    async def get_table(
-        self, match_id: str, token: str | None
+    def table_of(
+        self, record: MatchRecord, grant: auth.SeatGrant | None
     ) -> tuple[tuple[dict[str, Any], int, int | None, list[int]], MatchFacts]:
-        """``get_view`` and ``get_match`` of one read of the match: a watch's table after
-        each commit reads it once, and its view and facts are of the same record."""
-        grant, record = await self.admit(match_id, token)
-        return self.view_of(record, grant), self.facts(record)
+        """``view_of`` and the facts of one record (a watch's table), its state decoded at
+        most once (a record a scheduler just committed is not in the cache)."""
+        state = self.state_of(record)
+        return self.view_of(record, grant, state), self.facts(record, state)
 
     def view_of(
-        self, record: MatchRecord, grant: auth.SeatGrant | None
+        self, record: MatchRecord, grant: auth.SeatGrant | None, state: Any = None
     ) -> tuple[dict[str, Any], int, int | None, list[int]]:
         """The view of ``grant``'s seat in ``record`` (None: a spectator's), its version, the
         seat and the active seats."""
         seat = None if grant is None else grant.seat
         seats = self.seats(record)
-        state = self.state_of(record)
+        state = self.state_of(record) if state is None else state
         status = self.status_of(record)
         view = state.view(seat)
         view["clocks"] = seats.clocks() if status == IN_PROGRESS else []  # View.clocks, platform-filled

@@ -15,15 +15,16 @@ import structlog
 from google.protobuf.message import Message
 from mogames.common.v1 import common_pb2
 
-from services.runtime.auth import bearer_token, player_of_session, session_token
+from services.runtime.auth import SeatGrant, bearer_token, player_of_session, session_token
 from services.runtime.codec import Codec, to_dict
 from services.runtime.errors import InvalidArgument, clip, to_refusal, to_service_error
 from services.runtime.history import StoredEvent
 from services.runtime.lifecycle import Lifecycle
 from services.runtime.limits import client_id
 from services.runtime.matches import Joined, MatchFacts, MatchService
-from services.runtime.play import PlayOutbox
+from services.runtime.play import PlayOutbox, Table
 from services.runtime.presence import Presence
+from services.runtime.record import MatchRecord
 from services.runtime.tasks import cancel_until_done
 
 log = structlog.get_logger("rpc")
@@ -254,7 +255,12 @@ class GameServicer:
             raise InvalidArgument(f"{field}: this game's contract has no MatchEvent.table", field=field)
 
     async def _table(self, match_id: str, token: str | None) -> Message:
-        (body, version, seat, active), facts = await self.service.get_table(match_id, token)
+        grant, record = await self.service.admit(match_id, token)
+        return self.table_message(record, grant)
+
+    def table_message(self, record: MatchRecord, grant: SeatGrant | None) -> Message:
+        """The table (MatchEvent.table) of ``grant``'s seat (None: a spectator's) in ``record``."""
+        (body, version, seat, active), facts = self.service.table_of(record, grant)
         update = self.codec.pb2.TableUpdate(
             view=self.codec.view(body, version, seat, active), match=match_message(facts)
         )
@@ -275,8 +281,9 @@ class GameServicer:
         # A page that asked for the table tells a frozen gateway by the heartbeats, as on WatchMatch.
         heartbeat_s = TABLE_HEARTBEAT_S if watch.with_table else self.service.settings.heartbeat_s
         outbox = PlayOutbox(heartbeat_s, self.service.heartbeat)
+        tables = _PlayTables(self, watch.match_id, token, outbox) if watch.with_table else None
         detach = await self.service.attach_watch(
-            watch.match_id, token, after_version, watch.after_seq, outbox
+            watch.match_id, token, after_version, watch.after_seq, outbox, tables.settled if tables else None
         )
         stream = self.presence.stream(watch.match_id, token)
         moves = asyncio.create_task(self._play_moves(requests, watch.match_id, token, outbox))
@@ -290,14 +297,14 @@ class GameServicer:
 
         _when_call_ends(release)
         try:
-            if watch.with_table:
-                yield self.codec.pb2.PlayMatchResponse(events=[await self._table(watch.match_id, token)])
-            async for batch, answer in outbox.batches():
+            if tables is not None:
+                yield self.codec.pb2.PlayMatchResponse(events=[await tables.read()])
+            async for batch, answer, table in outbox.batches():
                 response = self.codec.pb2.PlayMatchResponse(events=[self.codec.event(e) for e in batch])
                 # A batch holds whole commits (the hub hands a commit's events over at once):
                 # the table after them, in the same message as the move's answer.
-                if watch.with_table and any("heartbeat" not in e.body for e in batch):
-                    response.events.append(await self._table(watch.match_id, token))
+                if tables is not None and any("heartbeat" not in e.body for e in batch):
+                    response.events.append(await tables.after(table))
                 if answer is not None:
                     getattr(response, answer[0]).CopyFrom(answer[1])
                 yield response
@@ -364,6 +371,40 @@ class GameServicer:
         _player(context, self.service)
         seat = request.seat if request.HasField("seat") else None
         return match_message(await self.lifecycle.add_bot(request.match_id, seat, request.level))
+
+
+class _PlayTables:
+    """A PlayMatch stream's tables (with_table): built from the record the watch hub hands
+    over with each read or commit it delivered (the one this replica just committed, or
+    read with another replica's events), so a commit costs no read of the match; read only
+    when none came with a batch's events. Never one older than the last one sent."""
+
+    def __init__(self, servicer: GameServicer, match_id: str, token: str | None, outbox: PlayOutbox) -> None:
+        self._servicer = servicer
+        self._match_id = match_id
+        self._token = token
+        self._outbox = outbox
+        self._rev = -1  # the rev of the newest table sent or queued
+
+    def settled(self, record: MatchRecord, grant: SeatGrant | None) -> None:
+        """watch_hub.Settled: built at once, while the record is as the hub handed it."""
+        if record.rev < self._rev:
+            return
+        if grant is not None and grant.expires_ms <= self._servicer.service.now_ms():
+            return  # the read refuses the expired token, as every table did before
+        self._rev = record.rev
+        self._outbox.table((record.rev, self._servicer.table_message(record, grant)))
+
+    async def after(self, table: Table | None) -> Message:
+        """The table to send after a batch's events: the one queued with them, if any."""
+        if table is not None and table[0] >= self._rev:
+            return table[1]
+        return await self.read()
+
+    async def read(self) -> Message:
+        grant, record = await self._servicer.service.admit(self._match_id, self._token)
+        self._rev = max(self._rev, record.rev)
+        return self._servicer.table_message(record, grant)
 
 
 class _Lookahead:

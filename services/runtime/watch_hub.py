@@ -13,7 +13,9 @@ nothing committed meanwhile is lost. Every watcher has its own cursor, (version,
 the last event it was given: no watcher's request changes what another receives.
 
 A seat's watcher also gets a prompt (its legal moves) once per version at which it has a
-decision, computed once per version for all watchers of the match on this replica.
+decision, computed once per version for all watchers of the match on this replica. A watcher
+may ask for the record itself (``settled``) after each read or commit that gave it anything,
+to build from without reading the match again (a PlayMatch's table).
 
 A seat's watcher holds the token generation it was opened with. Every read and every
 commit handed over comes with the match as stored after it: once the seat's generation
@@ -26,7 +28,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import random
 from collections.abc import AsyncGenerator, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +37,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from services.runtime import keys, redis_client
 from services.runtime.errors import SeatRevoked
+from services.runtime.heartbeats import first_heartbeat_s
 from services.runtime.history import StoredEvent
 from services.runtime.record import KnownRecord, MatchRecord
 from services.runtime.store import MatchStore
@@ -45,18 +47,6 @@ from services.runtime.tasks import cancel_until_done
 log = structlog.get_logger("watch_hub")
 
 RETRY_AFTER_ERROR_S = 1.0
-
-# A stream's first heartbeat comes after a random share of the interval, no less than this:
-# streams opened together (clients reconnecting after a restart or a cut) would otherwise
-# beat together for as long as they stay quiet, thousands of messages in one moment.
-FIRST_HEARTBEAT_SHARE = 0.5
-
-
-def first_heartbeat_s(heartbeat_s: float) -> float:
-    """When a quiet stream opened now sends its first heartbeat; the next ones come every
-    ``heartbeat_s`` after it, so the stream keeps the phase drawn here."""
-    return heartbeat_s * random.uniform(FIRST_HEARTBEAT_SHARE, 1.0)
-
 
 # A stream position: (version, seq) of the last event a watcher was given.
 Cursor = tuple[int, int]
@@ -68,6 +58,9 @@ PromptMaker = Callable[[MatchRecord, Collection[int]], dict[int, dict[str, Any]]
 Deliver = Callable[[StoredEvent], None]
 # Told once that the watcher's token was revoked; nothing more is delivered after it.
 Revoked = Callable[[], None]
+# Takes the match as stored after what a read or commit just gave the watcher, to read during
+# the call only (a scheduler goes on changing the record it committed).
+Settled = Callable[[MatchRecord], None]
 
 
 @dataclass(eq=False)
@@ -80,6 +73,13 @@ class _Watcher:
     revoked: Revoked | None = None
     # The last version this watcher was prompted at.
     prompted: int = -1
+    settled: Settled | None = None
+    # Given an event or prompt since it was last handed the record.
+    unsettled: bool = False
+
+    def give(self, event: StoredEvent) -> None:
+        self.deliver(event)
+        self.unsettled = True
 
 
 @dataclass(eq=False)
@@ -187,12 +187,14 @@ class WatchHub:
         deliver: Deliver,
         generation: int = 0,
         revoked: Revoked | None = None,
+        settled: Settled | None = None,
     ) -> Callable[[], None]:
         """``watch`` without its generator: ``deliver`` is called with each event and prompt
         (PlayMatch's outbox takes them so, with no task or queue of the watch's own between),
-        ``revoked`` once if the seat's token ``generation`` is revoked. Returns what detaches
-        the watcher; until then it is called, also from reads."""
-        watcher = _Watcher(seat, after, deliver, generation, revoked)
+        ``revoked`` once if the seat's token ``generation`` is revoked, ``settled`` with the
+        record after each read or commit that gave it anything. Returns what detaches the
+        watcher; until then it is called, also from reads."""
+        watcher = _Watcher(seat, after, deliver, generation, revoked, settled=settled)
         match = self._matches.get(match_id)
         if match is None:
             match = self._matches[match_id] = _Match()
@@ -357,8 +359,9 @@ class WatchHub:
         if not watchers:
             return
         lowest = min(w.cursor for w in watchers)
-        any_seat = any(w.seat is not None for w in watchers)
-        events, record = await self.store.events_after(match_id, lowest, any_seat, self._known)
+        # The record, in the same round trip, for the seats' revocations and prompts, and settled.
+        with_record = any(w.seat is not None or w.settled is not None for w in watchers)
+        events, record = await self.store.events_after(match_id, lowest, with_record, self._known)
         if record is not None and self._remember is not None:
             self._remember(record)
         if record is not None:
@@ -377,9 +380,10 @@ class WatchHub:
                 if position > watcher.cursor:
                     watcher.cursor = position
                     if event.visible_to(watcher.seat):
-                        watcher.deliver(event)
+                        watcher.give(event)
         if record is not None:
             self._prompt(match, record, watchers)
+            _settle(watchers, record)
 
     def committing(self, match_id: str) -> _Committing:
         """Around a commit of this replica on ``match_id`` and its ``committed``: the commit's
@@ -404,9 +408,10 @@ class WatchHub:
             for event in events:
                 watcher.cursor = (event.version, event.seq)
                 if event.visible_to(watcher.seat):
-                    watcher.deliver(event)
+                    watcher.give(event)
         if any(w.seat is not None for w in watchers):
             self._prompt(match, record, watchers)
+        _settle(watchers, record)
 
     def _prompt(self, match: _Match, record: MatchRecord, watchers: list[_Watcher]) -> None:
         if record.rev < match.prompts_rev:
@@ -427,7 +432,7 @@ class WatchHub:
                 continue
             watcher.prompted = record.version
             assert watcher.seat is not None
-            watcher.deliver(StoredEvent(record.version, 0, (watcher.seat,), body))
+            watcher.give(StoredEvent(record.version, 0, (watcher.seat,), body))
 
 
 class _Committing:
@@ -449,6 +454,16 @@ class _Committing:
 
 
 _NOT_WATCHED = _Committing(None)
+
+
+def _settle(watchers: list[_Watcher], record: MatchRecord) -> None:
+    """Hand ``record`` to each watcher that asked for it, was given something since, and
+    has every event of it (one short of them gets it with the read that brings them)."""
+    latest = (record.version, record.event_seq)
+    for watcher in watchers:
+        if watcher.unsettled and watcher.settled is not None and watcher.cursor >= latest:
+            watcher.unsettled = False
+            watcher.settled(record)
 
 
 def _drop_revoked(match: _Match, record: MatchRecord, watchers: list[_Watcher]) -> list[_Watcher]:

@@ -41,11 +41,19 @@ class MatchWatching(MatchReader):
                     return
 
     async def attach_watch(
-        self, match_id: str, token: str | None, after_version: int | None, after_seq: int, sink: WatchSink
+        self,
+        match_id: str,
+        token: str | None,
+        after_version: int | None,
+        after_seq: int,
+        sink: WatchSink,
+        settled: Callable[[MatchRecord, auth.SeatGrant | None], None] | None = None,
     ) -> Callable[[], None]:
         """What ``watch`` yields but its heartbeats, handed to ``sink`` as it comes, then
         ``sink.ended()`` after the last event; the sink sends heartbeats itself (it knows
-        when its stream last sent anything). Returns what detaches it from the hub."""
+        when its stream last sent anything). ``settled`` gets the record after each read or
+        commit that gave the sink anything, with the caller's grant (watch_hub.Settled).
+        Returns what detaches it from the hub."""
         grant, after, history = await self._open_watch(match_id, token, after_version, after_seq)
         sink.started(after[0])
         if history is not None:
@@ -59,9 +67,12 @@ class MatchWatching(MatchReader):
             if FINAL_EVENT in event.body:
                 sink.ended()
 
+        on_record = None if settled is None else (lambda record: settled(record, grant))
         if grant is None:
-            return self.hub.attach(match_id, None, after, deliver)
-        return self.hub.attach(match_id, grant.seat, after, deliver, grant.generation, sink.revoked)
+            return self.hub.attach(match_id, None, after, deliver, settled=on_record)
+        return self.hub.attach(
+            match_id, grant.seat, after, deliver, grant.generation, sink.revoked, on_record
+        )
 
     async def _open_watch(
         self, match_id: str, token: str | None, after_version: int | None, after_seq: int
