@@ -35,7 +35,7 @@ from bench.baselines import CpuMeter, EchoFigures, echo_figures, median_of, rela
 from bench.bench_targets import NGINX, PLAY_MATCH, PROMPTS, PYTHON_GATEWAY, WEB_PORT, row_name, target_rows
 from bench.environment import use_bench_environment
 from bench.load import game_load, percentile, web_game_load
-from bench.ws_client import WEB_SOCKET
+from bench.ws_client import WEB_SOCKET_TABLE, WEB_SOCKETS
 from clients.bot import parse_options
 from deploy.launcher import System, running_system
 from deploy.nginx import nginx_executable
@@ -142,7 +142,7 @@ async def measure(
     pairs = [o.split(":", 1)[1] for o in args.option if o.startswith(f"{game}:")]
     duration = args.duration if game == args.game else args.others_duration
     meter = CpuMeter(roles)
-    if web is not None and web != WEB_SOCKET:
+    if web is not None and web not in WEB_SOCKETS:
         load, elapsed, load_cpu_s = await web_game_load(
             target,
             game,
@@ -167,7 +167,8 @@ async def measure(
             one_stream,
             seats_of(game, args.players),
             args.turn_seconds,
-            play_on=args.web_url if web == WEB_SOCKET else None,
+            play_on=args.web_url if web in WEB_SOCKETS else None,
+            with_table=web == WEB_SOCKET_TABLE,
         )
         load_cpu_s = time.process_time() - own_cpu
     used = meter.stop()
@@ -178,7 +179,7 @@ async def measure(
         row_name(
             front,
             f"{web}, {PLAY_MATCH}"
-            if web == WEB_SOCKET
+            if web in WEB_SOCKETS
             else f"Connect {web}, {PROMPTS}"
             if web
             else CLIENTS[one_stream],
@@ -239,8 +240,9 @@ async def bench(
     ]
     if args.browser:
         configurations += [(WEB_PORT, args.web_url, False, web) for web in ("HTTP/2", "HTTP/1.1")]
-        # PlayMatch over WebSocket, next to the native PlayMatch row (create and join native).
-        configurations.append((WEB_PORT, system.python_gateway, True, WEB_SOCKET))
+        # PlayMatch over WebSocket, next to the native PlayMatch row (create and join native);
+        # then as the web page plays it, with the seat's table on the stream.
+        configurations += [(WEB_PORT, system.python_gateway, True, web) for web in WEB_SOCKETS]
     # Rounds alternate the configurations, each next to an echo measured just before it:
     # on a shared machine a figure swings by a fifth from one minute to the next.
     for n in range(args.rounds):

@@ -51,13 +51,15 @@ async def game_load(
     web: str | None = None,
     first: int = 0,
     play_on: str | None = None,
+    with_table: bool = False,
 ) -> tuple[Load, float]:
     """``concurrency`` matches at a time for ``duration_s``, each of ``players`` seats (None:
     drawn from the game's range, match by match), with turn clocks of ``turn_seconds``.
     ``web`` ("HTTP/2" or "HTTP/1.1"): played as browsers do on the web port at ``target``
     (a base URL), each match on connections of its own. Worker ``n`` (from ``first`` on)
     draws its matches from a generator seeded ``n``. ``play_on``: the PlayMatch streams go over
-    WebSocket to the web port at this base URL (bench/ws_client.py), the rest to ``target``."""
+    WebSocket to the web port at this base URL (bench/ws_client.py), the rest to ``target``;
+    ``with_table``: asked with the seat's table, as the web page asks them."""
     info = rules_module(game).GAME
     load = Load()
     until = time.monotonic() + duration_s
@@ -99,7 +101,9 @@ async def game_load(
             load.latencies_s += played.move_latencies_s
 
     async with grpc.aio.insecure_channel("127.0.0.1:1" if web else target) as channel:
-        client = SocketGameClient(channel, game, play_on) if play_on else GameClient(channel, game)
+        client = (
+            SocketGameClient(channel, game, play_on, with_table) if play_on else GameClient(channel, game)
+        )
         started = time.perf_counter()
         await asyncio.gather(*(worker(n, client) for n in range(first, first + concurrency)))
         return load, time.perf_counter() - started

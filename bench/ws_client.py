@@ -26,8 +26,11 @@ from websockets.exceptions import ConnectionClosed
 from clients.game_client import GameClient, _watch_request
 
 SUBPROTOCOL = "grpc-websockets"
-# make bench's name for this way of playing.
+# make bench's names for this way of playing, and for the page's (the seat's table on the
+# stream: with_table).
 WEB_SOCKET = "WebSocket"
+WEB_SOCKET_TABLE = "WebSocket with_table"
+WEB_SOCKETS = (WEB_SOCKET, WEB_SOCKET_TABLE)
 HALF_CLOSE = b"\x01"
 _PREFIX = struct.Struct(">BI")
 _HEADERS_FLAG = 0x80
@@ -136,10 +139,12 @@ async def open_play(
 
 class SocketGameClient(GameClient):
     """``GameClient`` whose ``play`` streams go over the web port's WebSocket at ``web_url``
-    (``http://host:port``); its other calls go to ``channel``."""
+    (``http://host:port``), asked ``with_table`` as the page asks them when told; its other
+    calls go to ``channel``."""
 
-    def __init__(self, channel: grpc.aio.Channel, game: str, web_url: str) -> None:
+    def __init__(self, channel: grpc.aio.Channel, game: str, web_url: str, with_table: bool = False) -> None:
         super().__init__(channel, game)
+        self.with_table = with_table
         self.play_url = web_url.replace("http", "ws", 1) + f"/{self.info.full_service}/PlayMatch"
 
     async def play(
@@ -150,5 +155,6 @@ class SocketGameClient(GameClient):
         except (OSError, TimeoutError) as error:
             raise _unavailable(f"the web port refused the WebSocket: {error}") from None
         watch = _watch_request(match_id, after_version, after_seq)
+        watch.with_table = self.with_table
         await call.write(self.pb2.PlayMatchRequest(watch=watch))
         return call

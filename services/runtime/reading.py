@@ -188,14 +188,6 @@ class MatchReader:
         grant, record = await self.admit(match_id, token)
         return self.view_of(record, grant)
 
-    def table_of(
-        self, record: MatchRecord, grant: auth.SeatGrant | None
-    ) -> tuple[tuple[dict[str, Any], int, int | None, list[int]], MatchFacts]:
-        """``view_of`` and the facts of one record (a watch's table), its state decoded at
-        most once (a record a scheduler just committed is not in the cache)."""
-        state = self.state_of(record)
-        return self.view_of(record, grant, state), self.facts(record, state)
-
     def view_of(
         self, record: MatchRecord, grant: auth.SeatGrant | None, state: Any = None
     ) -> tuple[dict[str, Any], int, int | None, list[int]]:

@@ -114,6 +114,8 @@ class GameServicer:
         self.lifecycle = Lifecycle(service)
         self.codec = codec
         self._closing: set[asyncio.Future[None]] = set()
+        # The Match message of the last table made, by (match id, rev): see table_message.
+        self._last_match: tuple[tuple[str, int], common_pb2.Match] | None = None
 
     def _end_with_call(self, events: AsyncGenerator[Any, None], ahead: _Lookahead | None = None) -> None:
         """End ``events`` (and so its watch subscription) when the call ends, however it ends:
@@ -259,11 +261,20 @@ class GameServicer:
         return self.table_message(record, grant)
 
     def table_message(self, record: MatchRecord, grant: SeatGrant | None) -> Message:
-        """The table (MatchEvent.table) of ``grant``'s seat (None: a spectator's) in ``record``."""
-        (body, version, seat, active), facts = self.service.table_of(record, grant)
-        update = self.codec.pb2.TableUpdate(
-            view=self.codec.view(body, version, seat, active), match=match_message(facts)
-        )
+        """The table (MatchEvent.table) of ``grant``'s seat (None: a spectator's) in ``record``
+        as stored (its rev), its state decoded at most once (a record a scheduler just
+        committed is not in the cache)."""
+        state = self.service.state_of(record)
+        body, version, seat, active = self.service.view_of(record, grant, state)
+        match = self._last_match
+        if match is None or match[0] != (record.match_id, record.rev):
+            # The Match part is the same for every seat: the hub hands a commit's record to
+            # the match's watchers one after the other, and the last one made serves them.
+            match = self._last_match = (
+                (record.match_id, record.rev),
+                match_message(self.service.facts(record, state)),
+            )
+        update = self.codec.pb2.TableUpdate(view=self.codec.view(body, version, seat, active), match=match[1])
         return self.codec.pb2.MatchEvent(version=version, table=update)
 
     async def PlayMatch(
@@ -392,8 +403,13 @@ class _PlayTables:
             return
         if grant is not None and grant.expires_ms <= self._servicer.service.now_ms():
             return  # the read refuses the expired token, as every table did before
+        try:
+            table = self._servicer.table_message(record, grant)
+        except Exception:  # the hub's read or the commit calling this goes on; the stream reads
+            log.exception("table_not_built")
+            return
         self._rev = record.rev
-        self._outbox.table((record.rev, self._servicer.table_message(record, grant)))
+        self._outbox.table((record.rev, table))
 
     async def after(self, table: Table | None) -> Message:
         """The table to send after a batch's events: the one queued with them, if any."""
