@@ -282,26 +282,37 @@ def playout_move(state: State, seat: int, rng: random.Random) -> JsonDict:
             return move
         return {"discard": {"card": _best_discard(state, seat, rng)}}
     moves = state.legal_moves(seat)
-    late = _pankals_now(state, seat)
-    best: JsonDict | None = None
-    best_rank = 0
-    can_discard = False
-    for move in moves:
-        if "discard" in move:
-            can_discard = True
-            continue
-        rank_ = _meld_rank(state, move, late)
-        if rank_ > best_rank:
-            best, best_rank = move, rank_
+    best = _best_meld_step(state, seat, moves)
     if best is not None:
         return best
-    if can_discard:
+    if any("discard" in m for m in moves):
         if len(state.hands[seat]) == 1:
             return {"discard": {"card": state.hands[seat][0]}}
         return {"discard": {"card": _best_discard(state, seat, rng)}}
     # no discard allowed yet (a taken pile's top card): any melding step, else take it back
     step = next((m for m in moves if "lay_meld" in m or "add_to_meld" in m), None)
     return step or next((m for m in moves if "take_back" in m), moves[0])
+
+
+def _best_meld_step(state: State, seat: int, moves: list[JsonDict]) -> JsonDict | None:
+    """The melding step ``seat`` makes now, by ``_meld_rank`` (None: none worth making). A Pair
+    partner never melds down to his last card while his side's More pile waits: emptying his
+    hand would take the pile's eleven cards into it, which count against him alone while his
+    partner, whom he must outscore, shares the melds and the bonus of taking it."""
+    late = _pankals_now(state, seat)
+    keep = 2 if seat != state.solo and state.more_state["pair"] == "waiting" else 0
+    left = len(state.hands[seat])
+    best: JsonDict | None = None
+    best_rank = 0
+    for move in moves:
+        if "discard" in move or "take_back" in move:
+            continue
+        if keep and left - (3 if "lay_meld" in move else 1) < keep:
+            continue
+        rank_ = _meld_rank(state, move, late)
+        if rank_ > best_rank:
+            best, best_rank = move, rank_
+    return best
 
 
 def _to_draw(state: State) -> int:
@@ -363,7 +374,7 @@ def _wild_lay(cards: list[int]) -> bool:
 
 def _best_discard(state: State, seat: int, rng: random.Random) -> int:
     hand = state.hands[seat]
-    key = _discard_key(state, hand, rng, feeds=_feeds(state, seat))
+    key = _discard_key(state, seat, rng)
     return min((c for c in hand if c != state.t.top), key=key)
 
 
@@ -385,19 +396,25 @@ def _feeds(state: State, seat: int) -> int:
 
 
 def _discard_key(
-    state: State, hand: list[int], rng: random.Random | None, feeds: int = 0
+    state: State, seat: int, rng: random.Random | None
 ) -> Callable[[int], tuple[bool, bool, bool, int, float]]:
     """No pankal while another card will do, nor a card the next opponent can add to a meld
     (he would take the pile), a card with no neighbour of its suit in the hand before one that
     may still join a run, the cheapest first but the dearest once the draw pile runs low (what
     is left in a hand counts against it)."""
+    hand = state.hands[seat]
+    feeds = _feeds(state, seat)
     late = _to_draw(state) < LATE
     ranks = [0] * 5  # per suit (a joker's -1 last), a bit per rank held
     for card in hand:
         rank_, suit_ = IDENTITY[card]
         ranks[suit_] |= 1 << rank_
 
+    last = late and len(hand) <= 2 and seat != state.solo
+
     def key(card: int) -> tuple[bool, bool, bool, int, float]:
+        if last:  # the card kept is what the hand will count at the end: the cheapest
+            return (False, False, False, -POINTS[card], rng.random() if rng else card)
         rank_, suit_ = IDENTITY[card]
         near = suit_ >= 0 and bool(ranks[suit_] & NEIGHBOURS[rank_])
         fed = suit_ >= 0 and bool(feeds >> (suit_ * 16 + rank_) & 1)
@@ -436,22 +453,14 @@ def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDic
     t = state.t
     if t.opening and t.halves < OPENING_HALVES:
         return _first_steps(moves)
-    late = _pankals_now(state, seat)
-    best: JsonDict | None = None
-    best_rank = 0
-    for move in moves:
-        if "discard" in move or "take_back" in move:
-            continue
-        rank_ = _meld_rank(state, move, late)
-        if rank_ > best_rank:
-            best, best_rank = move, rank_
+    best = _best_meld_step(state, seat, moves)
     if best is not None:
         return [best]
     discards = [m for m in moves if "discard" in m]
     if not discards:
         return _first_steps(moves)
     hand = state.hands[seat]
-    key = _discard_key(state, hand, None, feeds=_feeds(state, seat))
+    key = _discard_key(state, seat, None)
     order = {card: i for i, card in enumerate(sorted((c for c in hand if c != t.top), key=key))}
     discards.sort(key=lambda m: order.get(m["discard"]["card"], len(order)))
     if seat == state.solo:

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from services.more.bot import candidate_moves, determinize, playout_move
-from services.more.cards import DECK_SIZE
+from services.more.bot import LATE, candidate_moves, determinize, playout_move
+from services.more.cards import DECK_SIZE, points
 from services.more.rules import State
 from tests.bots.positions import positions
 
@@ -99,3 +99,52 @@ def test_the_candidates_depend_only_on_what_the_seat_knows():
             )
             compared += 1
     assert compared > 100
+
+
+def _playout_positions(seeds: range):
+    """Every position of seeded all-playout-policy matches (one round), before its move."""
+    for seed in seeds:
+        state = State.new(3, seed, {"max_rounds": 1})
+        rng = random.Random(seed)
+        while not state.is_over():
+            seat = state.active_seats()[0]
+            yield state, seat
+            state.apply(seat, playout_move(state, seat, rng))
+
+
+def test_a_pair_partner_does_not_meld_down_to_his_last_card_while_his_more_pile_waits():
+    held = 0
+    for state, seat in _playout_positions(range(40)):
+        if state.phase != "play" or seat == state.solo or state.more_state["pair"] != "waiting":
+            continue
+        moves = state.legal_moves(seat)
+        if not any("discard" in m for m in moves):
+            continue  # a taken pile's top card must be melded first
+        left = len(state.hands[seat])
+        melded = {"lay_meld": 3, "add_to_meld": 1}  # cards a step takes out of the hand
+        emptying = [m for m in moves if next(iter(m)) in melded and left - melded[next(iter(m))] < 2]
+        if not emptying:
+            continue
+        for move in (
+            playout_move(state, seat, random.Random(0)),
+            *candidate_moves(state, seat, random.Random(0)),
+        ):
+            assert move not in emptying
+        held += 1
+    assert held > 20
+
+
+def test_late_in_the_round_a_pair_partner_with_two_cards_keeps_the_cheaper():
+    kept = 0
+    for state, seat in _playout_positions(range(40)):
+        hand = state.hands[seat]
+        waiting = [pile for side, pile in state.more.items() if state.more_state[side] == "waiting"]
+        to_draw = len(state.draw) + sum(map(len, waiting))
+        if state.phase != "play" or seat == state.solo or len(hand) != 2 or to_draw >= LATE:
+            continue
+        move = playout_move(state, seat, random.Random(0))
+        if "discard" not in move or points(hand[0]) == points(hand[1]):
+            continue
+        assert points(move["discard"]["card"]) == max(points(c) for c in hand)
+        kept += 1
+    assert kept > 10
