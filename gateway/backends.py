@@ -22,7 +22,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from gateway.discovery import Resolver, expand, system_resolver
 from services.runtime import metrics
-from services.runtime.errors import Unavailable
+from services.runtime.errors import no_replica
 
 log = structlog.get_logger("backends")
 
@@ -181,7 +181,7 @@ class ReplicaPool:
             if ready:
                 return ready
         self.set_outage(True)
-        raise Unavailable(f"{self.service}: no replica is reachable, retry later", reason="no_replica")
+        raise no_replica(self.service)
 
     def set_outage(self, outage: bool) -> None:
         """Log an outage once when it starts and once when it ends."""

@@ -3,6 +3,8 @@
 Deadlines, metadata (the seat token among them) and cancellation pass through; a
 backend's status, message and rich details come back to the client unchanged. A call
 about a match goes to the replica its match id hashes to (see backends.ReplicaPool).
+Calls fail fast: one whose replica went down after it was chosen, before answering
+anything, gets the UNAVAILABLE ``no_replica`` a game with no replica up gets.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from mogames.common.v1 import common_pb2
 
 from gateway.backends import ReplicaPool
 from services.runtime.auth import bearer_token, match_of_token
-from services.runtime.errors import resume_elsewhere, stream_cut, to_status
+from services.runtime.errors import resume_elsewhere, stream_cut, to_status, unreached
 from services.runtime.limits import FORWARDED_CLIENT, client_id
 from services.runtime.settings import InputLimits
 
@@ -40,11 +42,18 @@ def _forwarded(metadata: Any) -> tuple[tuple[str, Any], ...] | None:
     return kept or None
 
 
-async def _abort_like(context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError) -> None:
+async def _abort_like(
+    context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError, service: str, answered: bool
+) -> None:
+    """The client's call ends as the replica's did; ``answered``: the replica sent a message."""
     if stream_cut(error):
         # The replica ended the call while this side still wrote to it (its shutdown): the
         # client's cue to open it again, never an internal error.
         status = to_status(resume_elsewhere("the replica ended the stream: open it again to resume"))
+        await context.abort(status.code, status.details, status.trailing_metadata)
+    unreachable = None if answered else unreached(service, error)
+    if unreachable is not None:
+        status = to_status(unreachable)
         await context.abort(status.code, status.details, status.trailing_metadata)
     trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ()) if not k.startswith(":"))
     await context.abort(error.code(), error.details() or "", trailing)
@@ -134,7 +143,7 @@ def _unary(route: Route) -> Any:
                 timeout=context.time_remaining() or DEFAULT_UNARY_TIMEOUT_S,
             )
         except grpc.aio.AioRpcError as error:
-            await _abort_like(context, error)
+            await _abort_like(context, error, route.pool.service, answered=False)
             raise
 
     return forward
@@ -144,11 +153,13 @@ def _stream(route: Route) -> Any:
     async def forward(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
         target = await route.target(request)
         call = target(request, metadata=route.metadata(context), timeout=context.time_remaining())
+        answered = False
         try:
             async for response in call:
+                answered = True
                 yield response
         except grpc.aio.AioRpcError as error:
-            await _abort_like(context, error)
+            await _abort_like(context, error, route.pool.service, answered)
         finally:
             call.cancel()  # the client went away (or we are done): release the backend stream
 
@@ -170,11 +181,13 @@ def _bidi(route: Route) -> Any:
                 await call.done_writing()
 
         sending = asyncio.create_task(send())
+        answered = False
         try:
             async for response in call:
+                answered = True
                 yield response
         except grpc.aio.AioRpcError as error:
-            await _abort_like(context, error)
+            await _abort_like(context, error, route.pool.service, answered)
         finally:
             sending.cancel()
             call.cancel()

@@ -146,7 +146,7 @@ def _rpc_endpoints(
         lobby_pb2.DESCRIPTOR.services_by_name["Lobby"],
         health_pb2.DESCRIPTOR.services_by_name["Health"],
     ):
-        routes.update(endpoints(service, own, limits))
+        routes.update(endpoints(service, own, limits, replicas=False))
     return routes
 
 

@@ -6,6 +6,13 @@ browser goes away. Each endpoint here only forwards: the request's metadata (the
 bearer token among it) and remaining deadline go to the backend; the backend's status,
 message and rich error details (``ErrorInfo.reason``) come back as a Connect error, and a
 cancelled handler cancels the backend call.
+
+Calls fail fast, as on the native port (gateway/proxy.py): the replica is chosen by the
+same pool, and a call is never made to wait for a replica to come back (no
+``wait_for_ready``), which would hold it for its whole deadline. A replica that is down
+answers UNAVAILABLE at once, with the same message and rich details as natively
+(``no_replica`` and a RetryInfo, also when it went down after it was chosen); only a
+replica still making its first connection is waited for, for that connection's outcome.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from google.rpc import status_pb2
 from protobuf.wkt import Any as AnyDetail
 
 from gateway.proxy import DEFAULT_UNARY_TIMEOUT_S, route_key, routes_match_id
-from services.runtime.errors import ServiceError, to_status
+from services.runtime.errors import ServiceError, to_status, unreached
 from services.runtime.limits import FORWARDED_CLIENT, client_named
 from services.runtime.settings import InputLimits
 
@@ -146,8 +153,18 @@ def _connect_error(name: str, message: str, trailing: Any) -> ConnectError:
     return ConnectError(code, message, details)
 
 
-def connect_error(error: grpc.aio.AioRpcError) -> ConnectError:
-    """The backend's status as a Connect error, rich details included."""
+def _service_error(error: ServiceError) -> ConnectError:
+    status = to_status(error)
+    return _connect_error(status.code.name, status.details, status.trailing_metadata)
+
+
+def connect_error(error: grpc.aio.AioRpcError, game: str | None = None) -> ConnectError:
+    """The backend's status as a Connect error, rich details included. ``game``: the call went
+    to a replica of that service and had no answer yet, so a replica it never reached is
+    ``no_replica``, as the native port answers it (errors.unreached)."""
+    unreachable = unreached(game, error) if game else None
+    if unreachable is not None:
+        return _service_error(unreachable)
     return _connect_error(error.code().name, error.details() or "", error.trailing_metadata())
 
 
@@ -157,23 +174,23 @@ async def _target(backend: Backend, kind: str, path: str, key: bytes) -> Any:
     try:
         return await backend(kind, path, key)
     except ServiceError as error:
-        status = to_status(error)
-        raise _connect_error(status.code.name, status.details, status.trailing_metadata) from None
+        raise _service_error(error) from None
 
 
-def _unary(path: str, backend: Backend, by_match: bool, output: type[Raw], limits: InputLimits) -> Any:
+def _unary(
+    path: str, backend: Backend, by_match: bool, output: type[Raw], limits: InputLimits, game: str | None
+) -> Any:
     async def forward(request: Raw, ctx: RequestContext[Any, Any]) -> Raw:
         target = await _target(backend, "unary_unary", path, route_key(request.data) if by_match else b"")
         call = target(
             request.data,
             metadata=_metadata(ctx, limits),
             timeout=_timeout_s(ctx, DEFAULT_UNARY_TIMEOUT_S),
-            wait_for_ready=True,
         )
         try:
             response = await call
         except grpc.aio.AioRpcError as error:
-            raise connect_error(error) from None
+            raise connect_error(error, game) from None
         _copy_metadata(await call.initial_metadata(), ctx.response_headers)
         _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
         return output(response)
@@ -182,13 +199,11 @@ def _unary(path: str, backend: Backend, by_match: bool, output: type[Raw], limit
 
 
 def _server_stream(
-    path: str, backend: Backend, by_match: bool, output: type[Raw], limits: InputLimits
+    path: str, backend: Backend, by_match: bool, output: type[Raw], limits: InputLimits, game: str | None
 ) -> Any:
     async def forward(request: Raw, ctx: RequestContext[Any, Any]) -> AsyncIterator[Raw]:
         target = await _target(backend, "unary_stream", path, route_key(request.data) if by_match else b"")
-        call = target(
-            request.data, metadata=_metadata(ctx, limits), timeout=_timeout_s(ctx, None), wait_for_ready=True
-        )
+        call = target(request.data, metadata=_metadata(ctx, limits), timeout=_timeout_s(ctx, None))
         first = True
         try:
             async for response in call:
@@ -199,7 +214,7 @@ def _server_stream(
                 yield output(response)
             _copy_metadata(await call.trailing_metadata(), ctx.response_trailers)
         except grpc.aio.AioRpcError as error:
-            raise connect_error(error) from None
+            raise connect_error(error, game if first else None) from None
         finally:
             # The browser went away (connectrpc cancels this generator) or the stream
             # ended: either way the backend's stream is released now.
@@ -209,15 +224,20 @@ def _server_stream(
 
 
 def endpoints(
-    service: descriptor.ServiceDescriptor, backend: Backend, limits: InputLimits | None = None
+    service: descriptor.ServiceDescriptor,
+    backend: Backend,
+    limits: InputLimits | None = None,
+    replicas: bool = True,
 ) -> Mapping[str, Endpoint[Any, Any]]:
     """``/<package>.<Service>/<Method>`` -> an endpoint forwarding it to ``backend``, for
     every unary and server-streaming method of ``service``, its messages ``Raw`` (served with
     ``CODECS``); a call naming its match goes where the match's other calls go.
+    ``replicas``: ``backend`` is the service's replicas (not the gateway's own port).
     PlayMatch (bidirectional) is not among them, a browser's fetch cannot stream a request:
     browsers open it over a WebSocket (gateway/web_socket.py)."""
     built: dict[str, Endpoint[Any, Any]] = {}
     limits = limits or InputLimits()
+    game = service.full_name if replicas else None
     for method in service.methods:
         if method.client_streaming:
             continue
@@ -236,8 +256,8 @@ def endpoints(
         path = f"/{service.full_name}/{method.name}"
         by_match = routes_match_id(method)
         if method.server_streaming:
-            forward = _server_stream(path, backend, by_match, output_class, limits)
+            forward = _server_stream(path, backend, by_match, output_class, limits, game)
             built[path] = Endpoint.server_stream(info, forward)
         else:
-            built[path] = Endpoint.unary(info, _unary(path, backend, by_match, output_class, limits))
+            built[path] = Endpoint.unary(info, _unary(path, backend, by_match, output_class, limits, game))
     return built

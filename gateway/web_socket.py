@@ -46,6 +46,7 @@ from services.runtime.errors import (
     resume_elsewhere,
     stream_cut,
     to_status,
+    unreached,
 )
 from services.runtime.limits import FORWARDED_CLIENT, client_named
 from services.runtime.settings import InputLimits
@@ -229,6 +230,7 @@ class _Call:
         self.receive = receive
         self.send = send
         self.call: Any = None
+        self.service = ""
         self.headers_sent = False
         self.refusal: grpc.Status | None = None
         self.gone = False
@@ -266,7 +268,10 @@ class _Call:
             raise resume_elsewhere(_STOPPING)
         headers = _parse_headers(first.get("bytes") or first.get("text") or b"", self.app.limits)
         token = bearer_token(tuple(headers))
+        self.service = pool.service
         replica = await pool.choose(match_of_token(token).encode() if token else b"")
+        # Fail-fast, as natively (no wait_for_ready): a replica gone answers UNAVAILABLE now,
+        # not at the end of the stream's deadline.
         self.call = replica.call("stream_stream", self.scope["path"])(
             metadata=_forwarded(headers, self.scope, self.app.limits), timeout=_timeout_s(headers)
         )
@@ -292,6 +297,9 @@ class _Call:
             if stream_cut(error):
                 cut = resume_elsewhere("the replica ended the stream: open it again to resume")
                 return _status_trailers(to_status(cut))
+            unreachable = None if self.headers_sent else unreached(self.service, error)
+            if unreachable is not None:
+                return _status_trailers(to_status(unreachable))
             return _trailers(error.code(), error.details() or "", error.trailing_metadata())
         except asyncio.CancelledError:
             # The call was cancelled here (the browser left or broke the framing), not this task.

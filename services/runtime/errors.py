@@ -164,6 +164,23 @@ def resume_elsewhere(message: str) -> Unavailable:
 RESUME_AFTER_S = 0.1
 
 
+def no_replica(service: str) -> Unavailable:
+    """A game's call that no replica can take now: retry it later."""
+    return Unavailable(f"{service}: no replica is reachable, retry later", reason="no_replica")
+
+
+def unreached(service: str, error: grpc.aio.AioRpcError) -> Unavailable | None:
+    """``no_replica`` for a call the gateway forwarded that failed before its replica answered
+    anything, else None. Such a failure is gRPC's own UNAVAILABLE, without the rich details
+    every status of ours carries: the replica went down after it was chosen (or its first
+    connection failed), and the client is told so as when none was up to choose."""
+    if error.code() != grpc.StatusCode.UNAVAILABLE:
+        return None
+    if any(key == "grpc-status-details-bin" for key, _value in error.trailing_metadata() or ()):
+        return None
+    return no_replica(service)
+
+
 # A call the gateway made to a game service on a client's behalf (the lobby's): a replica
 # down, slow or out of time is the client's cue to retry, never an internal error.
 _BACKEND_RETRY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)

@@ -50,12 +50,19 @@ async def web_gateway(cluster: Cluster, redis_url: str) -> AsyncIterator[WebStac
 @contextlib.asynccontextmanager
 async def serving_web(settings: GatewaySettings) -> AsyncIterator[WebServer]:
     """A gateway built from ``settings``, with its web port on, stopped afterwards."""
+    async with serving_gateway(settings) as (_port, web):
+        yield web
+
+
+@contextlib.asynccontextmanager
+async def serving_gateway(settings: GatewaySettings) -> AsyncIterator[tuple[int, WebServer]]:
+    """``serving_web``, with the gateway's native port beside its web port."""
     gateway, _checker, pools, port = await build_gateway(settings)
     await gateway.start()
     web = await start_web(settings, pools, port)
     assert web is not None
     try:
-        yield web
+        yield port, web
     finally:
         await bounded(web.stop(), "stopping the web port")
         await bounded(gateway.stop(None), "stopping the web port's gateway")

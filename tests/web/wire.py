@@ -45,6 +45,8 @@ class WireError(Exception):
     message: str
     # (type name, serialized message) of each rich detail.
     details: list[tuple[str, bytes]] = field(default_factory=list)
+    # The answer's HTTP status (a Connect unary error has its own; the others are 200).
+    http_status: int = 200
 
     @property
     def reason(self) -> str:
@@ -122,17 +124,21 @@ class WebClient:
             headers["authorization"] = f"Bearer {token}"
         return headers
 
-    async def unary(self, path: str, request: Any, response_class: Any, token: str | None = None) -> Any:
+    async def unary(
+        self, path: str, request: Any, response_class: Any, token: str | None = None, timeout_ms: int = 10_000
+    ) -> Any:
         grpc_web = self.protocol == "grpc-web"
         body = self._encode(request)
         reply = await self.http.post(
             self.base_url + path,
             content=_envelope(body) if grpc_web else body,
-            headers=self._headers(token, stream=False, timeout_ms=10_000),
+            headers=self._headers(token, stream=False, timeout_ms=timeout_ms),
         )
         if not grpc_web:
             if reply.status_code != 200:
-                raise _connect_error(reply.json())
+                error = _connect_error(reply.json())
+                error.http_status = reply.status_code
+                raise error
             return self._decode(reply.content, response_class)
         if error := _grpc_error(dict(reply.headers)):  # a trailers-only answer
             raise error
