@@ -373,51 +373,57 @@ export class Table {
       h(
         "section",
         { class: "table", "data-game": this.game, "data-status": status, "data-version": String(match.version) },
+        // What a player plays with: on a phone it fills the screen, the board taking what the
+        // rest leaves (style.css); the list of moves and the events come after it.
         h(
           "div",
-          { class: "bar" },
-          h("h1", {}, title),
-          h("span", { class: `status ${status.toLowerCase()}`, id: "status" }, status.replaceAll("_", " ").toLowerCase()),
-          h("span", { id: "you", "data-seat": this.seat?.seat ?? "" }, you),
-          h("label", { class: "link", for: "join-link" }, "Join link: ", h("input", { readonly: true, value: link, id: "join-link", onclick: (e: Event) => (e.target as HTMLInputElement).select() })),
-          !this.seat && match.status === MatchStatus.WAITING_FOR_PLAYERS && freeSeats
-            ? h("button", { id: "join", onclick: () => void this.join() }, "Take a seat")
-            : null,
-          freeSeats && match.status === MatchStatus.WAITING_FOR_PLAYERS ? h("button", { id: "add-bots", onclick: () => void this.addBots() }, "Fill empty seats with bots") : null,
-          this.seat && (match.status === MatchStatus.WAITING_FOR_PLAYERS || match.status === MatchStatus.IN_PROGRESS)
-            ? h("button", { class: "quiet", id: "leave", title: "Give your seat up: before the start it is free again; during the match a server bot takes it, or the match ends (as the table was set)", onclick: () => void this.leave() }, "Leave the match")
-            : null,
-        ),
-        this.reconnecting ? h("p", { class: "reconnecting", id: "reconnecting", role: "status" }, "Reconnecting…") : null,
-        this.error ? h("p", { class: "error", id: "error", role: "alert", "data-reason": this.errorReason || undefined }, this.error) : null,
-        this.notice ? h("p", { class: "notice", id: "notice", role: "status" }, this.notice, " ", h("a", { href: "/" }, "Back to the lobby")) : null,
-        h(
-          "ol",
-          { class: "seats", id: "seats" },
-          match.seats.map((s) =>
+          { class: "playfield" },
             h(
-              "li",
-              {
-                class: `seat ${match.activeSeats.includes(s.seat) ? "active" : ""} ${this.seat?.seat === s.seat ? "mine" : ""}`,
-                "data-seat": s.seat,
-                "data-score": String(match.scores[s.seat] ?? ""),
-              },
-              h("span", { class: "name" }, names[s.seat], s.bot ? " (bot)" : "", s.taken ? "" : " (free)"),
-              h("span", { class: "score" }, match.scores.length ? String(match.scores[s.seat]) : ""),
-              match.activeSeats.includes(s.seat) ? h("span", { class: "turn" }, "to play") : null,
-              finished && match.winners.includes(s.seat) ? h("span", { class: "winner" }, "winner") : null,
+            "div",
+            { class: "bar" },
+            h("h1", {}, title),
+            h("span", { class: `status ${status.toLowerCase()}`, id: "status" }, status.replaceAll("_", " ").toLowerCase()),
+            h("span", { id: "you", "data-seat": this.seat?.seat ?? "" }, you),
+            h("label", { class: "link", for: "join-link" }, "Join link: ", h("input", { readonly: true, value: link, id: "join-link", onclick: (e: Event) => (e.target as HTMLInputElement).select() })),
+            !this.seat && match.status === MatchStatus.WAITING_FOR_PLAYERS && freeSeats
+              ? h("button", { id: "join", onclick: () => void this.join() }, "Take a seat")
+              : null,
+            freeSeats && match.status === MatchStatus.WAITING_FOR_PLAYERS ? h("button", { id: "add-bots", onclick: () => void this.addBots() }, "Fill empty seats with bots") : null,
+            this.seat && (match.status === MatchStatus.WAITING_FOR_PLAYERS || match.status === MatchStatus.IN_PROGRESS)
+              ? h("button", { class: "quiet", id: "leave", title: "Give your seat up: before the start it is free again; during the match a server bot takes it, or the match ends (as the table was set)", onclick: () => void this.leave() }, "Leave the match")
+              : null,
+          ),
+          this.reconnecting ? h("p", { class: "reconnecting", id: "reconnecting", role: "status" }, "Reconnecting…") : null,
+          this.error ? h("p", { class: "error", id: "error", role: "alert", "data-reason": this.errorReason || undefined }, this.error) : null,
+          this.notice ? h("p", { class: "notice", id: "notice", role: "status" }, this.notice, " ", h("a", { href: "/" }, "Back to the lobby")) : null,
+          h(
+            "ol",
+            { class: "seats", id: "seats" },
+            match.seats.map((s) =>
+              h(
+                "li",
+                {
+                  class: `seat ${match.activeSeats.includes(s.seat) ? "active" : ""} ${this.seat?.seat === s.seat ? "mine" : ""}`,
+                  "data-seat": s.seat,
+                  "data-score": String(match.scores[s.seat] ?? ""),
+                },
+                h("span", { class: "name" }, names[s.seat], s.bot ? " (bot)" : "", s.taken ? "" : " (free)"),
+                h("span", { class: "score" }, match.scores.length ? String(match.scores[s.seat]) : ""),
+                match.activeSeats.includes(s.seat) ? h("span", { class: "turn" }, "to play") : null,
+                finished && match.winners.includes(s.seat) ? h("span", { class: "winner" }, "winner") : null,
+              ),
             ),
           ),
+          finished
+            ? h(
+                "div",
+                { class: "final", id: "final" },
+                h("h2", {}, "Final scores"),
+                h("p", {}, match.seats.map((s) => `${names[s.seat]}: ${match.scores[s.seat]}`).join(" · ")),
+              )
+            : null,
+          h("div", { class: "board", id: "board" }, drawn),
         ),
-        finished
-          ? h(
-              "div",
-              { class: "final", id: "final" },
-              h("h2", {}, "Final scores"),
-              h("p", {}, match.seats.map((s) => `${names[s.seat]}: ${match.scores[s.seat]}`).join(" · ")),
-            )
-          : null,
-        h("div", { class: "board", id: "board" }, drawn),
         this.seat && match.status === MatchStatus.IN_PROGRESS
           ? h(
               "div",

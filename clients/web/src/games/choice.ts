@@ -3,6 +3,13 @@
 import type { TableContext } from "./types.js";
 import "./choice.css";
 
+// The piece that had the focus, and how far each region that scrolls on its own (a hand's
+// row, a side's melds: data-scroll) was scrolled, sideways and down.
+interface Kept {
+  focused?: string;
+  scrolled: (readonly [string | undefined, number, number])[];
+}
+
 export class LocalChoice {
   private element?: HTMLElement;
   private ctx?: TableContext;
@@ -11,7 +18,7 @@ export class LocalChoice {
 
   /** Draws the table for the page and remembers it, to redraw when a choice changes. The
    * page draws it again after every update of the match: the piece that had the focus gets it
-   * back, and the scrolled rows keep their place, once the page has put the new table in. */
+   * back, and the scrolled regions keep their place, once the page has put the new table in. */
   draw(ctx: TableContext): HTMLElement {
     const kept = this.keep();
     this.ctx = ctx;
@@ -21,8 +28,8 @@ export class LocalChoice {
     return fresh;
   }
 
-  /** Draws the table again in place after a local choice: no request, focus and the hand's
-   * sideways scroll kept (a keyboard or a phone user stays where they were), or the focus
+  /** Draws the table again in place after a local choice: no request, focus and the scrolled
+   * regions kept (a keyboard or a phone user stays where they were), or the focus
    * moved to the piece named ``focus`` (the question a choice asks). */
   redraw(focus?: string): void {
     const old = this.element;
@@ -34,19 +41,22 @@ export class LocalChoice {
     this.restore(fresh, { ...kept, focused: focus ?? kept.focused });
   }
 
-  private keep(): { focused?: string; scrolled: (readonly [string | undefined, number])[] } {
+  private keep(): Kept {
     const old = this.element;
     if (!old || !old.isConnected) return { scrolled: [] };
     const active = document.activeElement as HTMLElement | null;
     const focused = active && old.contains(active) ? active.dataset?.focus : undefined;
-    const scrolled = [...old.querySelectorAll<HTMLElement>("[data-scroll]")].filter((e) => e.scrollLeft).map((e) => [e.dataset.scroll, e.scrollLeft] as const);
+    const scrolled = [...old.querySelectorAll<HTMLElement>("[data-scroll]")].filter((e) => e.scrollLeft || e.scrollTop).map((e) => [e.dataset.scroll, e.scrollLeft, e.scrollTop] as const);
     return { focused, scrolled };
   }
 
-  private restore(fresh: HTMLElement, kept: { focused?: string; scrolled: (readonly [string | undefined, number])[] }): void {
-    for (const [key, left] of kept.scrolled) {
+  private restore(fresh: HTMLElement, kept: Kept): void {
+    for (const [key, left, top] of kept.scrolled) {
       const again = fresh.querySelector<HTMLElement>(`[data-scroll="${key}"]`);
-      if (again) again.scrollLeft = left;
+      if (again) {
+        again.scrollLeft = left;
+        again.scrollTop = top;
+      }
     }
     if (kept.focused) fresh.querySelector<HTMLElement>(`[data-focus="${CSS.escape(kept.focused)}"]`)?.focus();
   }

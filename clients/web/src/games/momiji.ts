@@ -3,6 +3,7 @@ import { h } from "../dom.js";
 import { Speaker } from "../words.js";
 import { card, findMove, list, num, obj, pill, seatName, short, text, zone, type Obj, handZone } from "./parts.js";
 import type { GameRenderer, LegalMove, TableContext } from "./types.js";
+import "./momiji.css";
 
 const LEAVES: Record<string, string> = {
   maple: "#c8372d",
@@ -85,7 +86,12 @@ function choices(ctx: TableContext): HTMLElement | null {
   const left = ctx.moves.filter((m) => !drawn.has(m.index));
   if (!left.length) return null;
   const cards = knownCards(ctx.view);
-  return zone("your choices", ...left.map((m) => ctx.moveButton(m, [sayChoice(ctx, m, cards)], "choice")));
+  const element = zone("your choices", ...left.map((m) => ctx.moveButton(m, [sayChoice(ctx, m, cards)], "choice")));
+  // On a phone a long list (every two cards to discard for an acorn) scrolls inside its own
+  // region, under the rest of the table: reachable by keyboard, a named group.
+  element.classList.add("choices");
+  Object.entries({ tabindex: "0", role: "group", "aria-label": "your choices", "data-scroll": "choices" }).forEach(([k, v]) => element.setAttribute(k, v));
+  return element;
 }
 
 export const momiji: GameRenderer = {

@@ -134,7 +134,8 @@ function meld(ctx: TableContext, m: Obj, pickedCard: Obj | undefined): HTMLEleme
 
 function sideMelds(ctx: TableContext, side: string, seats: string[], melds: Obj[], pickedCard: Obj | undefined): HTMLElement {
   const title = `${side === "solo" ? "Solo" : "Pair"} (${listWords(seats)}): ${melds.length ? `${melds.length} meld${melds.length > 1 ? "s" : ""}` : "no melds yet"}`;
-  return h("div", { class: "zone side", "data-side": side }, h("div", { class: "label" }, title), h("div", { class: "melds" }, melds.map((m) => meld(ctx, m, pickedCard))));
+  // It scrolls on a phone: reachable by keyboard, a named group.
+  return h("div", { class: "zone side", "data-side": side, "data-scroll": `melds-${side}`, tabindex: 0, role: "group", "aria-label": title }, h("div", { class: "label" }, title), h("div", { class: "melds" }, melds.map((m) => meld(ctx, m, pickedCard))));
 }
 
 function piles(ctx: TableContext, v: Obj, pickedCard: Obj | undefined): HTMLElement {
@@ -265,8 +266,14 @@ function drawTable(ctx: TableContext): HTMLElement {
       ),
     ),
     piles(ctx, v, pickedCard),
-    sideMelds(ctx, "solo", seatsOf("solo"), melds.filter((m) => short(m.side, "ROLE_") === "solo"), pickedCard),
-    sideMelds(ctx, "pair", seatsOf("pair"), melds.filter((m) => short(m.side, "ROLE_") === "pair"), pickedCard),
+    // Both sides' melds in one panel: on a phone it takes the height the rest leaves, each side
+    // scrolling on its own (more.css).
+    h(
+      "div",
+      { class: "melds-panel" },
+      sideMelds(ctx, "solo", seatsOf("solo"), melds.filter((m) => short(m.side, "ROLE_") === "solo"), pickedCard),
+      sideMelds(ctx, "pair", seatsOf("pair"), melds.filter((m) => short(m.side, "ROLE_") === "pair"), pickedCard),
+    ),
     actions(ctx, v, hand),
     roundSummary(ctx, v),
     ctx.seat !== null ? withScroll(handZone(playing ? "your hand: pick cards to play them" : "your hand", ...hand.map((c) => handCard(ctx, c, hints)))) : null,
