@@ -1,6 +1,7 @@
-"""PlayMatch asked with_table (the web page's stream): after a commit, each seat's table is
-built from the match as its replica received it with the commit's events, however the commit
-came (here, through another replica: by the watch hub's read), and not read again per commit.
+"""PlayMatch asked with_table (the web page's stream), and WatchMatch asked the same (a
+spectator's, or the page's Connect fallback): after a commit, each stream's table is built
+from the match as its replica received it with the commit's events, however the commit came
+(here, through another replica: by the watch hub's read), and not read again per commit.
 Each seat's table holds its own view only, as GetView gives it, at the commit's version."""
 
 from __future__ import annotations
@@ -30,11 +31,12 @@ async def _play_with_table(client: GameClient, match_id: str, token: str) -> Any
 
 
 class _Seat:
-    """One seat's stream: the last table and prompt it sent, checking that no table is older
-    than the one before it."""
+    """One seat's stream (or a spectator's WatchMatch, ``watch``): the last table and prompt
+    it sent, checking that no table is older than the one before it."""
 
-    def __init__(self, call: Any) -> None:
+    def __init__(self, call: Any, watch: bool = False) -> None:
         self.call = call
+        self.watch = watch
         self.table: Any = None
         self.prompt: Any = None
 
@@ -44,7 +46,7 @@ class _Seat:
         while True:
             response = await asyncio.wait_for(self.call.read(), 10)
             assert response is not grpc.aio.EOF, "the stream ended"
-            for event in response.events:
+            for event in [response] if self.watch else response.events:
                 kind = event.WhichOneof("event")
                 if kind == "prompt":
                     self.prompt = event
@@ -113,9 +115,12 @@ async def _tables_of_another_replicas_commits(own: Cluster, redis: aioredis.Redi
         seat: _Seat(await _play_with_table(here, started.match_id, token))
         for seat, token in started.tokens.items()
     }
+    request = common_pb2.WatchMatchRequest(match_id=started.match_id, with_table=True)
+    spectator = _Seat(here.stub.WatchMatch(request, timeout=60), watch=True)
     # Caught up: both seats connected (their streams' presence), the tables at the version.
     for n, seat in seats.items():
         await seat.table_at(version, prompted=n == mover)
+    await spectator.table_at(version)
 
     reads = _MatchReads(redis, started.match_id)
     await reads.listening.wait()
@@ -127,6 +132,8 @@ async def _tables_of_another_replicas_commits(own: Cluster, redis: aioredis.Redi
             table = await seat.table_at(version, prompted=n == mover)
             assert table.view.seat == n and table.view.version == version
             assert list(table.view.active_seats) == list(table.match.active_seats) == [mover]
+        table = await spectator.table_at(version)
+        assert table.view.version == version and not table.view.hand
     seen = await reads.stop()
 
     # Each seat's table is its own view as GetView gives it (its hand, no one else's).
@@ -134,8 +141,9 @@ async def _tables_of_another_replicas_commits(own: Cluster, redis: aioredis.Redi
     for n, seat in seats.items():
         assert seat.table.view == views[n], n
     assert views[0].hand != views[1].hand
+    assert spectator.table.view == await there.view(started.match_id, None)
     # One read of the match per commit on the watching replica, the hub's (with the commit's
     # events): none for the tables.
     assert seen == ["HMGET"] * MOVES, seen
-    for seat in seats.values():
+    for seat in [*seats.values(), spectator]:
         seat.call.cancel()

@@ -30,8 +30,8 @@ ANSWER_WAIT_S = 1.0
 Cursor = tuple[int, int]
 # (the response's answer field, its message, the last event it waits for)
 Answer = tuple[str, Any, Cursor]
-# (the rev of the record it was built from, the table's message)
-Table = tuple[int, Any]
+# (the rev of the record it was built from, the record's last event, the table's message)
+Table = tuple[int, Cursor, Any]
 Batch = tuple[list[StoredEvent], Answer | None, Table | None]
 
 
@@ -39,7 +39,7 @@ class PlayOutbox:
     def __init__(self, heartbeat_s: float, heartbeat: Callable[[int], StoredEvent]) -> None:
         self._queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._heartbeat_s = heartbeat_s
-        # Quiet time before the next heartbeat: drawn for the first (watch_hub.py).
+        # Quiet time before the next heartbeat: drawn for the first (heartbeats.py).
         self._quiet_s = first_heartbeat_s(heartbeat_s)
         # The heartbeat event after events up to a version (MatchService.heartbeat).
         self._heartbeat = heartbeat
@@ -126,7 +126,7 @@ class PlayOutbox:
                 # An answer waits for its version's events; after the match's last event,
                 # the answer of a move still in flight (the mover's last) is waited for.
                 # asyncio.timeout, not wait_for: on Python 3.11 wait_for can drop a
-                # cancellation that lands as the queue hands over an item (watch_hub.py).
+                # cancellation that lands as the queue hands over an item (watching.py, _live).
                 try:
                     async with asyncio.timeout(ANSWER_WAIT_S):
                         kind, item = await self._queue.get()

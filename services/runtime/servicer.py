@@ -22,7 +22,7 @@ from services.runtime.history import StoredEvent
 from services.runtime.lifecycle import Lifecycle
 from services.runtime.limits import client_id
 from services.runtime.matches import Joined, MatchFacts, MatchService
-from services.runtime.play import PlayOutbox, Table
+from services.runtime.play import Cursor, PlayOutbox, Table
 from services.runtime.presence import Presence
 from services.runtime.record import MatchRecord
 from services.runtime.tasks import cancel_until_done
@@ -203,14 +203,17 @@ class GameServicer:
         _bind(match_id=request.match_id)
         after_version = request.after_version if request.HasField("after_version") else None
         token = _token(context)
-        events = self.service.watch(request.match_id, token, after_version, request.after_seq)
+        tables = _StreamTables(self, request.match_id, token) if request.with_table else None
+        events = self.service.watch(
+            request.match_id, token, after_version, request.after_seq, tables.settled if tables else None
+        )
         ahead = _Lookahead(events)
         self._end_with_call(events, ahead)
         # The seat's presence (a token that is not the seat's current one counts for nothing).
         stream = self.presence.stream(request.match_id, token)
         try:
-            if request.with_table:
-                async for message in self._with_tables(request.match_id, token, ahead):
+            if tables is not None:
+                async for message in self._with_tables(tables, ahead):
                     yield message
             else:
                 async for event in events:
@@ -218,17 +221,17 @@ class GameServicer:
         finally:
             stream.close()
 
-    async def _with_tables(
-        self, match_id: str, token: str | None, ahead: _Lookahead
-    ) -> AsyncIterator[Message]:
+    async def _with_tables(self, tables: _StreamTables, ahead: _Lookahead) -> AsyncIterator[Message]:
         """The watch's events with the caller's table first and after each commit's events,
         and a heartbeat every ``TABLE_HEARTBEAT_S`` when quiet (a page tells a frozen gateway
         from a quiet match by them, without asking anything). A commit hands its events and
         prompts to the watch at once, so the next one not being there after a turn of the
-        loop means the commit's batch is over: the table goes then."""
+        loop means the commit's batch is over: the table goes then, the one built from the
+        record the watch was handed with them if it was."""
         self._check_tables("with_table")
-        table = await self._table(match_id, token)
+        table = await tables.read()
         last_version: int = table.version  # type: ignore[attr-defined]
+        last = (0, 0)  # the furthest event sent
         yield table
         try:
             while True:
@@ -244,10 +247,11 @@ class GameServicer:
                 yield self.codec.event(event)
                 if "heartbeat" in event.body:
                     continue
+                last = max(last, (event.version, event.seq))
                 ahead.next()
                 await asyncio.sleep(0)
                 if not ahead.ready() or ahead.ended():
-                    yield await self._table(match_id, token)
+                    yield await tables.after(tables.take(), last)
         finally:
             await ahead.cancel()
 
@@ -255,10 +259,6 @@ class GameServicer:
         """A watch asked ``field`` (with_table) of a game whose contract has no table."""
         if not hasattr(self.codec.pb2, "TableUpdate"):
             raise InvalidArgument(f"{field}: this game's contract has no MatchEvent.table", field=field)
-
-    async def _table(self, match_id: str, token: str | None) -> Message:
-        grant, record = await self.service.admit(match_id, token)
-        return self.table_message(record, grant)
 
     def table_message(self, record: MatchRecord, grant: SeatGrant | None) -> Message:
         """The table (MatchEvent.table) of ``grant``'s seat (None: a spectator's) in ``record``
@@ -292,7 +292,7 @@ class GameServicer:
         # A page that asked for the table tells a frozen gateway by the heartbeats, as on WatchMatch.
         heartbeat_s = TABLE_HEARTBEAT_S if watch.with_table else self.service.settings.heartbeat_s
         outbox = PlayOutbox(heartbeat_s, self.service.heartbeat)
-        tables = _PlayTables(self, watch.match_id, token, outbox) if watch.with_table else None
+        tables = _StreamTables(self, watch.match_id, token, outbox.table) if watch.with_table else None
         detach = await self.service.attach_watch(
             watch.match_id, token, after_version, watch.after_seq, outbox, tables.settled if tables else None
         )
@@ -314,8 +314,10 @@ class GameServicer:
                 response = self.codec.pb2.PlayMatchResponse(events=[self.codec.event(e) for e in batch])
                 # A batch holds whole commits (the hub hands a commit's events over at once):
                 # the table after them, in the same message as the move's answer.
-                if tables is not None and any("heartbeat" not in e.body for e in batch):
-                    response.events.append(await tables.after(table))
+                if tables is not None:
+                    sent = [(e.version, e.seq) for e in batch if "heartbeat" not in e.body]
+                    if sent:
+                        response.events.append(await tables.after(table, max(sent)))
                 if answer is not None:
                     getattr(response, answer[0]).CopyFrom(answer[1])
                 yield response
@@ -384,18 +386,34 @@ class GameServicer:
         return match_message(await self.lifecycle.add_bot(request.match_id, seat, request.level))
 
 
-class _PlayTables:
-    """A PlayMatch stream's tables (with_table): built from the record the watch hub hands
-    over with each read or commit it delivered (the one this replica just committed, or
-    read with another replica's events), so a commit costs no read of the match; read only
-    when none came with a batch's events. Never one older than the last one sent."""
+class _StreamTables:
+    """A watch's tables (with_table): built from the record the watch hub hands over with
+    each read or commit it delivered (the one this replica just committed, or read with
+    another replica's events), so a commit costs no read of the match; read only when none
+    came with a batch's events. Never one older than the last one sent. Each table built goes
+    to ``queue`` (PlayMatch's outbox, which sends it with its events), or is kept until
+    ``take`` (WatchMatch takes it once the events before it are sent)."""
 
-    def __init__(self, servicer: GameServicer, match_id: str, token: str | None, outbox: PlayOutbox) -> None:
+    def __init__(
+        self,
+        servicer: GameServicer,
+        match_id: str,
+        token: str | None,
+        queue: Callable[[Table], None] | None = None,
+    ) -> None:
         self._servicer = servicer
         self._match_id = match_id
         self._token = token
-        self._outbox = outbox
+        self._queue = queue or self._keep
+        self._kept: Table | None = None
         self._rev = -1  # the rev of the newest table sent or queued
+
+    def _keep(self, table: Table) -> None:
+        self._kept = table
+
+    def take(self) -> Table | None:
+        table, self._kept = self._kept, None
+        return table
 
     def settled(self, record: MatchRecord, grant: SeatGrant | None) -> None:
         """watch_hub.Settled: built at once, while the record is as the hub handed it."""
@@ -409,12 +427,13 @@ class _PlayTables:
             log.exception("table_not_built")
             return
         self._rev = record.rev
-        self._outbox.table((record.rev, table))
+        self._queue((record.rev, (record.version, record.event_seq), table))
 
-    async def after(self, table: Table | None) -> Message:
-        """The table to send after a batch's events: the one queued with them, if any."""
-        if table is not None and table[0] >= self._rev:
-            return table[1]
+    async def after(self, table: Table | None, last: Cursor) -> Message:
+        """The table to send after events up to ``last``: ``table``, built with them, if it
+        holds them all and no table sent since is newer; else one read now."""
+        if table is not None and table[0] >= self._rev and table[1] >= last:
+            return table[2]
         return await self.read()
 
     async def read(self) -> Message:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import AsyncGenerator, Callable, Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +36,6 @@ import structlog
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from services.runtime import keys, redis_client
-from services.runtime.errors import SeatRevoked
-from services.runtime.heartbeats import first_heartbeat_s
 from services.runtime.history import StoredEvent
 from services.runtime.record import KnownRecord, MatchRecord
 from services.runtime.store import MatchStore
@@ -144,40 +142,6 @@ class WatchHub:
                     of_match = seats.setdefault(match_id, {})
                     of_match[watcher.seat] = max(of_match.get(watcher.seat, -1), watcher.prompted)
         return seats
-
-    async def watch(
-        self, match_id: str, seat: int | None, after: Cursor, heartbeat_s: float, generation: int = 0
-    ) -> AsyncGenerator[StoredEvent | None, None]:
-        """The events ``seat`` may see after ``after``, in order, and its prompts, until the
-        seat's token generation ``generation`` is revoked (then ``SeatRevoked``); ``None``
-        after ``heartbeat_s`` seconds without either."""
-        queue: asyncio.Queue[StoredEvent | None] = asyncio.Queue()
-        detach = self.attach(
-            match_id, seat, after, queue.put_nowait, generation, lambda: queue.put_nowait(None)
-        )
-        quiet_s = first_heartbeat_s(heartbeat_s)
-        try:
-            while True:
-                if not queue.empty():
-                    # A commit hands over its events and prompts at once: the rest of them
-                    # need no timer (arming one per event was a measurable part of a move).
-                    event = queue.get_nowait()
-                else:
-                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a
-                    # cancellation that lands as the queue hands over an event, and the watch
-                    # would go on.
-                    try:
-                        async with asyncio.timeout(quiet_s):
-                            event = await queue.get()
-                    except TimeoutError:
-                        quiet_s = heartbeat_s
-                        yield None
-                        continue
-                if event is None:
-                    raise SeatRevoked()
-                yield event
-        finally:
-            detach()
 
     def attach(
         self,

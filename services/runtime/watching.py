@@ -3,25 +3,37 @@ and heartbeats) until the match ends, on a WatchMatch stream or handed to a Play
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncGenerator, Callable
 
 from services.runtime import auth
-from services.runtime.errors import InvalidArgument
+from services.runtime.errors import InvalidArgument, SeatRevoked
+from services.runtime.heartbeats import first_heartbeat_s
 from services.runtime.history import StoredEvent
 from services.runtime.outcomes import FINAL_EVENT, LIVE, WatchSink
 from services.runtime.reading import MatchReader
 from services.runtime.record import MatchRecord
+from services.runtime.watch_hub import Cursor, Settled, WatchHub
+
+# A caller's table built from a record its watch was handed, with the seat it was admitted as.
+SeatSettled = Callable[[MatchRecord, auth.SeatGrant | None], None]
 
 
 class MatchWatching(MatchReader):
     """Watches of one game's matches (the base of ``MatchService``)."""
 
     async def watch(
-        self, match_id: str, token: str | None, after_version: int | None, after_seq: int
+        self,
+        match_id: str,
+        token: str | None,
+        after_version: int | None,
+        after_seq: int,
+        settled: SeatSettled | None = None,
     ) -> AsyncGenerator[StoredEvent, None]:
         """The caller's events after the cursor (README, "Watching a match") in order, then
-        live ones with the seat's prompts and heartbeats, until the match ends."""
+        live ones with the seat's prompts and heartbeats, until the match ends. ``settled``
+        as for ``attach_watch``."""
         grant, after, history = await self._open_watch(match_id, token, after_version, after_seq)
         if history is not None:
             for past in history:
@@ -29,7 +41,8 @@ class MatchWatching(MatchReader):
             return
         last_version = after[0]
         seat, generation = (None, 0) if grant is None else (grant.seat, grant.generation)
-        live = self.hub.watch(match_id, seat, after, self.settings.heartbeat_s, generation)
+        on_record = None if settled is None else (lambda record: settled(record, grant))
+        live = _live(self.hub, match_id, seat, after, self.settings.heartbeat_s, generation, on_record)
         async with contextlib.aclosing(live) as events:
             async for event in events:
                 if event is None:
@@ -47,7 +60,7 @@ class MatchWatching(MatchReader):
         after_version: int | None,
         after_seq: int,
         sink: WatchSink,
-        settled: Callable[[MatchRecord, auth.SeatGrant | None], None] | None = None,
+        settled: SeatSettled | None = None,
     ) -> Callable[[], None]:
         """What ``watch`` yields but its heartbeats, handed to ``sink`` as it comes, then
         ``sink.ended()`` after the last event; the sink sends heartbeats itself (it knows
@@ -99,6 +112,47 @@ class MatchWatching(MatchReader):
     def heartbeat(self, version: int) -> StoredEvent:
         """A quiet stream's heartbeat, after events up to ``version``."""
         return StoredEvent(version, 0, None, {"heartbeat": {"server_time_unix_ms": self.now_ms()}})
+
+
+async def _live(
+    hub: WatchHub,
+    match_id: str,
+    seat: int | None,
+    after: Cursor,
+    heartbeat_s: float,
+    generation: int,
+    settled: Settled | None,
+) -> AsyncGenerator[StoredEvent | None, None]:
+    """The events ``seat`` may see after ``after``, in order, and its prompts, as the hub
+    hands them over, until the seat's token generation ``generation`` is revoked (then
+    ``SeatRevoked``); ``None`` after ``heartbeat_s`` seconds without either."""
+    queue: asyncio.Queue[StoredEvent | None] = asyncio.Queue()
+    detach = hub.attach(
+        match_id, seat, after, queue.put_nowait, generation, lambda: queue.put_nowait(None), settled
+    )
+    quiet_s = first_heartbeat_s(heartbeat_s)
+    try:
+        while True:
+            if not queue.empty():
+                # A commit hands over its events and prompts at once: the rest of them
+                # need no timer (arming one per event was a measurable part of a move).
+                event = queue.get_nowait()
+            else:
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a
+                # cancellation that lands as the queue hands over an event, and the watch
+                # would go on.
+                try:
+                    async with asyncio.timeout(quiet_s):
+                        event = await queue.get()
+                except TimeoutError:
+                    quiet_s = heartbeat_s
+                    yield None
+                    continue
+            if event is None:
+                raise SeatRevoked()
+            yield event
+    finally:
+        detach()
 
 
 def _watch_start(record: MatchRecord, after_version: int | None, after_seq: int) -> tuple[int, int]:
