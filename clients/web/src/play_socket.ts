@@ -7,9 +7,14 @@ import { StatusSchema } from "./gen/google/rpc/status_pb.js";
 
 const SUBPROTOCOL = "grpc-websockets";
 const HEADERS_FLAG = 0x80;
+// A page whose WebSocket was refused before it ever opened plays over Connect for these
+// pauses, the next one each time the WebSocket is refused again, the last repeating; then
+// it tries the WebSocket again. A refusal met while its gateway restarted is over in
+// seconds; a proxy that never passes upgrades costs one refused handshake a minute.
+const SOCKET_RETRY_MS = [5_000, 10_000, 20_000, 40_000, 60_000];
 
 export class PlaySocket<Response> {
-  /** The WebSocket was accepted (a refused upgrade never is: the page falls back to Connect). */
+  /** The WebSocket was accepted (a refused upgrade never is: the page plays over Connect a while). */
   opened = false;
   private readonly socket: WebSocket;
   private readonly arrived: (Response | ConnectError | null)[] = [];
@@ -136,10 +141,10 @@ interface Pending {
 
 /** A seat's table over PlayMatch: one WebSocket per watch, its moves answered on it. */
 export class SeatPlay {
-  /** A WebSocket refused before it ever opened (a proxy that does not pass upgrades): this
-   * page watches and moves over Connect from then on. */
-  refused = false;
   private everOpened = false;
+  // WebSockets refused in a row, and until when the page plays over Connect for them.
+  private refusals = 0;
+  private refusedUntil = 0;
   private socket?: PlaySocket<PlayResponse>;
   private pending?: Pending;
 
@@ -149,6 +154,13 @@ export class SeatPlay {
     private readonly responseSchema: DescMessage,
   ) {}
 
+  /** A WebSocket refused before it ever opened (a proxy that does not pass upgrades, or a
+   * gateway restarting): this page watches and moves over Connect until the pause for it
+   * is over (SOCKET_RETRY_MS), then tries the WebSocket again. */
+  get refused(): boolean {
+    return Date.now() < this.refusedUntil;
+  }
+
   /** The watch's events (as WatchMatch sends them), each stream's moves' answers taken on the way. */
   async *events(watch: Record<string, unknown>, token: string, signal: AbortSignal): AsyncGenerator<unknown> {
     const socket = new PlaySocket<PlayResponse>(this.service, token, this.requestSchema, this.responseSchema, signal);
@@ -156,13 +168,13 @@ export class SeatPlay {
     socket.send({ kind: { case: "watch", value: watch } });
     try {
       for await (const response of socket.responses()) {
-        this.everOpened = true;
+        this.opened();
         yield* response.events;
         this.answered(response.answer);
       }
     } catch (error) {
-      if (socket.opened) this.everOpened = true;
-      else if (!this.everOpened) this.refused = true;
+      if (socket.opened) this.opened();
+      else if (!this.everOpened) this.refuse();
       throw error;
     } finally {
       socket.close();
@@ -181,6 +193,16 @@ export class SeatPlay {
       this.pending = { socket, resolve: () => (done(), resolve()), reject: (error) => (done(), reject(error)) };
       socket.send({ kind: { case: "move", value: request } });
     });
+  }
+
+  private opened(): void {
+    this.everOpened = true;
+    this.refusals = 0;
+  }
+
+  private refuse(): void {
+    this.refusedUntil = Date.now() + SOCKET_RETRY_MS[Math.min(this.refusals, SOCKET_RETRY_MS.length - 1)];
+    this.refusals += 1;
   }
 
   private answered(answer: Answer): void {

@@ -1,6 +1,6 @@
 // A match: its table as the caller's seat (or a spectator) sees it, kept live by a stream:
 // PlayMatch over a WebSocket for a seat (its moves on it too), WatchMatch for a spectator
-// (and for a seat where WebSockets do not pass: its moves are SubmitMove calls then).
+// (and for a seat while its WebSocket is refused: its moves are SubmitMove calls then).
 import { toJson, type Message } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import { auth, describeError, GAMES, gameClient, isCode } from "./api.js";
@@ -90,10 +90,9 @@ export class Table {
     return this.seat?.token;
   }
 
-  /** A seat plays on a WebSocket PlayMatch unless this page's WebSocket was refused. */
-  private get overSocket(): boolean {
-    return Boolean(this.token) && !this.seatPlay.refused;
-  }
+  /** The running watch is the seat's WebSocket PlayMatch (its moves go on it), not a
+   * WatchMatch over Connect (a spectator's, or a seat's while its WebSocket is refused). */
+  private overSocket = false;
 
   private get live(): boolean {
     return !this.match || this.match.status === MatchStatus.WAITING_FOR_PLAYERS || this.match.status === MatchStatus.IN_PROGRESS;
@@ -114,6 +113,9 @@ export class Table {
     const quiet = Date.now() - this.lastHeard;
     if (quiet >= QUIET_MS) this.setReconnecting(true);
     if (quiet >= REOPEN_MS) this.restartWatch();
+    // A seat on Connect since its WebSocket was refused: the pause is over, the WebSocket
+    // is tried again (from the last event received; refused again, Connect goes on at once).
+    else if (this.token && !this.overSocket && !this.seatPlay.refused) this.restartWatch();
   }
 
   private setReconnecting(on: boolean): void {
@@ -130,6 +132,7 @@ export class Table {
         request.afterVersion = this.cursor.version;
         request.afterSeq = this.cursor.seq;
       }
+      this.overSocket = Boolean(this.token) && !this.seatPlay.refused;
       const token = this.overSocket ? this.token : undefined;
       try {
         const signal = this.watch.signal;
