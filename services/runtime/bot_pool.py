@@ -2,8 +2,8 @@
 
 The scheduler (``services/runtime/timers.py``) hands a worker only the seat's view and the
 events addressed to it; the search stops at its level's CPU budget (``services/bots/levels.py``)
-and a worker runs at a lower priority than the replica. One pool per process, started at the
-first searching decision.
+and a worker gives way to the replica's tasks (``services/bots/worker.py``, ``give_way``). One
+pool per process, started at the first searching decision.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from services.runtime.history import StoredEvent
 from services.runtime.store import MatchStore
 
 # Beyond this, a decision is given up and the policy move played instead. The budget is CPU
-# time and a worker runs at a low priority, so on a machine busy with other work a decision
-# takes many times its budget in wall time: this only catches a worker that is stuck.
+# time and a worker gives way to everything else, so on a machine busy with other work a decision
+# takes many times its budget in wall time: this only catches a worker that is stuck or starved.
+# A decision given up still holds its worker until its search ends, and counts until then.
 DECISION_TIMEOUT_S = 30.0
 # Decisions handed to the pool at once, per worker: one running, one ready to start. More
 # would only wait in the pool's queue; the scheduler leaves them due and comes back.
@@ -31,23 +32,28 @@ ROUND_START = "round_started"
 class BotPool:
     _shared: BotPool | None = None
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, priority: str = worker.IDLE) -> None:
         self.workers = workers
+        self.priority = priority
         self.in_flight = 0
+        self.decision_timeout_s = DECISION_TIMEOUT_S
         self._executor: ProcessPoolExecutor | None = None
 
     @classmethod
-    def shared(cls, workers: int) -> BotPool:
+    def shared(cls, workers: int, priority: str = worker.IDLE) -> BotPool:
         """The process's pool (a replica is one process; tests run several in one)."""
         if cls._shared is None:
-            cls._shared = cls(workers)
+            cls._shared = cls(workers, priority)
         return cls._shared
 
     def _started(self) -> ProcessPoolExecutor:
         if self._executor is None:
             # Spawned, not forked: a fork of a process running grpc's threads is unsafe.
             self._executor = ProcessPoolExecutor(
-                self.workers, mp_context=multiprocessing.get_context("spawn"), initializer=worker.initialize
+                self.workers,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=worker.initialize,
+                initargs=(self.priority,),
             )
         return self._executor
 
@@ -59,21 +65,34 @@ class BotPool:
         self, game: str, view: JsonDict, seat: int, level: str, seed: int, history: list[JsonDict] | None
     ) -> tuple[JsonDict, float]:
         """The bot's move and the worker's CPU seconds for it."""
-        loop = asyncio.get_running_loop()
+        submitted = self._started().submit(worker.decide_timed, game, view, seat, level, seed, history)
+        decision = asyncio.wrap_future(submitted)
+        # A decision counts until its worker is done with it, answered or given up: one given
+        # up still holds the worker, and the next ones would only queue behind it.
         self.in_flight += 1
+        decision.add_done_callback(self._done)
         try:
-            future = loop.run_in_executor(
-                self._started(), worker.decide_timed, game, view, seat, level, seed, history
-            )
-            return await asyncio.wait_for(future, DECISION_TIMEOUT_S)
-        finally:
-            self.in_flight -= 1
+            return await asyncio.wait_for(asyncio.shield(decision), self.decision_timeout_s)
+        except BaseException:
+            submitted.cancel()  # succeeds only while it is queued; a search ends by its budget
+            raise
+
+    def _done(self, decision: asyncio.Future[tuple[JsonDict, float]]) -> None:
+        self.in_flight -= 1
+        if not decision.cancelled():
+            decision.exception()  # a given-up decision's failure is not news
+
+    def close(self) -> None:
+        """Stop the workers, leaving their decisions under way."""
+        if self._executor is not None:
+            self._executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
 
     @classmethod
     def close_shared(cls) -> None:
         """Stop the process's workers (when the replica stops)."""
-        if cls._shared is not None and cls._shared._executor is not None:
-            cls._shared._executor.shutdown(wait=False, cancel_futures=True)
+        if cls._shared is not None:
+            cls._shared.close()
         cls._shared = None
 
 

@@ -77,6 +77,14 @@ def _address(name: str, default: str) -> str:
     return value
 
 
+def _bot_worker_priority() -> str:
+    name = "MOGAMES_BOT_WORKER_PRIORITY"
+    value = os.environ.get(name, "").strip() or "idle"
+    if value != "idle" and not (value.isdigit() and 0 <= int(value) <= 19):
+        raise SettingsError(f"{name} must be idle or a niceness from 0 to 19, got {value!r}")
+    return value
+
+
 def _optional_address(name: str, default: str) -> str | None:
     """host:port, or None when the variable is set but empty (the feature is off)."""
     if os.environ.get(name) == "":
@@ -198,6 +206,8 @@ class ServiceSettings:
     bot_think_ms: int = 300
     # Worker processes of the searching bots (services/runtime/bot_pool.py), per replica.
     bot_workers: int = 1
+    # How those workers give way to the replica: "idle" (SCHED_IDLE) or a niceness.
+    bot_worker_priority: str = "idle"
     # How often each replica looks for due timers, bot moves and idle matches, and how long
     # one replica holds a due match before another may take it over.
     scheduler_tick_ms: int = 200
@@ -259,6 +269,7 @@ class ServiceSettings:
             token_ttl_s=_int("MOGAMES_TOKEN_TTL_S", 7 * 24 * 3600, minimum=1),
             bot_think_ms=_int("MOGAMES_BOT_THINK_MS", 300),
             bot_workers=_int("MOGAMES_BOT_WORKERS", 1, minimum=1),
+            bot_worker_priority=_bot_worker_priority(),
             scheduler_tick_ms=_int("MOGAMES_SCHEDULER_TICK_MS", 200, minimum=10),
             scheduler_lease_ms=_int("MOGAMES_SCHEDULER_LEASE_MS", 5000, minimum=100),
             stall_after_s=_int("MOGAMES_STALL_AFTER_S", 300, minimum=1),

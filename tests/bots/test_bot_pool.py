@@ -1,15 +1,21 @@
 """A searching bot's decision runs in a worker process: the event loop's thread keeps turning
 and does not spend the search's CPU time (no cluster in this module, so nothing else runs on
-the loop)."""
+the loop); the worker gives way to the replica's tasks."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
+from pathlib import Path
+
+import pytest
 
 from services.bots.decide import seat_information
 from services.catalog import rules_module
 from services.runtime.bot_pool import BotPool
+from services.runtime.settings import ServiceSettings, SettingsError
 
 GAME = "mori"
 
@@ -33,3 +39,68 @@ async def test_a_search_runs_off_the_event_loop():
     assert cpu_s <= 0.3, "the hard level stops at its CPU budget"
     # Had the search run on the loop's thread, that thread would have spent its CPU time.
     assert ticks > 1 and loop_cpu < cpu_s, (loop_cpu, cpu_s)
+
+
+@pytest.mark.parametrize("priority", ["idle", "7"])
+def test_a_worker_gives_way_to_its_replica(priority):
+    """Every thread of a worker runs under the policy the replica asked for: SCHED_IDLE, which
+    any ordinary task that wakes preempts at once, or a niceness above the replica's."""
+    pool = BotPool(1, priority)
+    try:
+        worker = pool._started().submit(os.getpid).result(timeout=60)
+        threads = [int(task.name) for task in Path(f"/proc/{worker}/task").iterdir()]
+        assert len(threads) >= 2, "the parent watch runs beside the main thread"
+        for thread in threads:
+            if priority == "idle":
+                assert os.sched_getscheduler(thread) == os.SCHED_IDLE
+                assert _proc_policy(worker, thread) == os.SCHED_IDLE
+            else:
+                assert os.sched_getscheduler(thread) == os.SCHED_OTHER
+                replica_niceness = os.getpriority(os.PRIO_PROCESS, 0)
+                assert os.getpriority(os.PRIO_PROCESS, thread) == min(19, replica_niceness + 7)
+    finally:
+        pool.close()
+
+
+async def test_a_decision_given_up_counts_until_its_worker_is_done_with_it():
+    """A worker starved past the decision timeout (here: stopped) still holds the decision: the
+    pool counts it as in flight until the worker is done, so the scheduler hands it no more."""
+    state = rules_module(GAME).State.new(3, 5, {})
+    seat = state.active_seats()[0]
+    view, history = seat_information(state, seat, state.opening_events())
+    pool = BotPool(1)
+    pool.decision_timeout_s = 0.5
+    try:
+        worker = await asyncio.wrap_future(pool._started().submit(os.getpid))
+        os.kill(worker, signal.SIGSTOP)
+        try:
+            with pytest.raises(TimeoutError):
+                await pool.decide(GAME, view, seat, "medium", 1, history)
+            assert pool.in_flight == 1, "the stopped worker still holds the decision"
+        finally:
+            os.kill(worker, signal.SIGCONT)
+        for _ in range(600):  # 30 s at most: a medium search is 60 ms of CPU
+            if not pool.in_flight:
+                break
+            await asyncio.sleep(0.05)
+        assert pool.in_flight == 0, "the decision counted on after its worker was done"
+    finally:
+        pool.close()
+
+
+def _proc_policy(pid: int, thread: int) -> int:
+    """The scheduling policy as the kernel shows it (``/proc/<pid>/task/<tid>/stat``, field 41)."""
+    stat = Path(f"/proc/{pid}/task/{thread}/stat").read_text()
+    return int(stat.rsplit(")", 1)[1].split()[38])
+
+
+def test_the_worker_priority_setting_is_idle_or_a_niceness(monkeypatch):
+    monkeypatch.setenv("MOGAMES_TOKEN_SECRET", "x" * 32)
+    monkeypatch.delenv("MOGAMES_BOT_WORKER_PRIORITY", raising=False)
+    assert ServiceSettings.from_env(GAME).bot_worker_priority == "idle"
+    monkeypatch.setenv("MOGAMES_BOT_WORKER_PRIORITY", "19")
+    assert ServiceSettings.from_env(GAME).bot_worker_priority == "19"
+    for wrong in ("low", "20", "-1"):
+        monkeypatch.setenv("MOGAMES_BOT_WORKER_PRIORITY", wrong)
+        with pytest.raises(SettingsError, match="MOGAMES_BOT_WORKER_PRIORITY must be idle or a niceness"):
+            ServiceSettings.from_env(GAME)
