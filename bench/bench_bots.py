@@ -22,7 +22,11 @@ pairing may be played over several runs; ``--report`` prints what the file holds
 Part 2, a running system (Redis, one replica of ``--latency-game``, the gateway): the p50 and
 p99 of a human's moves (PlayMatch, a two-seat match the bench plays itself) while the
 replica is otherwise idle, then while ``--bot-matches`` matches of server bots only
-(``--bot-level``) are played on the same replica, in the same run.
+(``--bot-level``) are played on the same replica, in the same run; the bot moves committed
+per second, and per phase the CPU share of the replica, its bot workers, the gateway, Redis
+and the bench's client, and how long the human's path (those but the workers) waited for a
+CPU, in ms per second (from ``/proc``): what the workers take from the human moves shows
+there. ``MOGAMES_BOT_WORKER_PRIORITY`` in the environment reaches the replica.
 """
 
 from __future__ import annotations
@@ -310,49 +314,116 @@ async def bot_matches(client: GameClient, count: int, level: str, players: int) 
     return [m.match_id for m in created]
 
 
-def cpu_seconds(pid: int) -> float:
-    """The CPU seconds (user and system) process ``pid`` has used so far (Linux ``/proc``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _children(pid: int) -> list[int]:
+    """The processes ``pid`` started (Linux ``/proc``)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+        except (OSError, ValueError):
+            continue  # ended meanwhile
+    return found
 
 
-async def measured(
-    client: GameClient, duration_s: float, seed: int, replica: int
-) -> tuple[list[float], float]:
-    """A human's move latencies over ``duration_s``, and the replica's CPU share meanwhile."""
-    cpu, started = cpu_seconds(replica), time.monotonic()
+def _command(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def scheduled_seconds(pid: int) -> tuple[float, float]:
+    """The seconds every thread of ``pid`` has run on a CPU and waited for one, so far (Linux
+    ``/proc/<pid>/task/<tid>/schedstat``); zeros once it is gone."""
+    ran = waited = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            fields = (task / "schedstat").read_text().split()
+            ran, waited = ran + int(fields[0]), waited + int(fields[1])
+    except OSError:
+        pass
+    return ran / 1e9, waited / 1e9
+
+
+@dataclass
+class Processes:
+    """The processes of a latency phase, by role: the human's path (the bench's own client,
+    the gateway, the replica, Redis) and the replica's bot workers."""
+
+    path: dict[str, int]
+    workers: list[int]
+
+    @classmethod
+    def of(cls, gateway: int, replica: int) -> Processes:
+        redis = [p for p in _children(os.getpid()) if "redis-server" in _command(p)]
+        workers = [p for p in _children(replica) if "spawn_main" in _command(p)]
+        path = {"client": os.getpid(), "gateway": gateway, "replica": replica, "redis": redis[0]}
+        return cls(path, workers)
+
+    def sample(self) -> dict[str, tuple[float, float]]:
+        seconds = {role: scheduled_seconds(pid) for role, pid in self.path.items()}
+        workers = [scheduled_seconds(pid) for pid in self.workers]
+        seconds["workers"] = (sum(w[0] for w in workers), sum(w[1] for w in workers))
+        return seconds
+
+
+@dataclass
+class Phase:
+    """A phase's human move latencies, and per role the CPU share and the share of time its
+    threads waited for a CPU (runnable, not running)."""
+
+    latencies: list[float]
+    ran: dict[str, float]
+    waited: dict[str, float]
+
+
+async def measured(client: GameClient, duration_s: float, seed: int, processes: Processes) -> Phase:
+    """A human's move latencies over ``duration_s``, and what each process did meanwhile."""
+    before, started = processes.sample(), time.monotonic()
     latencies = await human_latencies(client, duration_s, seed)
-    return latencies, (cpu_seconds(replica) - cpu) / (time.monotonic() - started)
+    after, elapsed = processes.sample(), time.monotonic() - started
+    ran = {role: (after[role][0] - before[role][0]) / elapsed for role in after}
+    waited = {role: (after[role][1] - before[role][1]) / elapsed for role in after}
+    return Phase(latencies, ran, waited)
 
 
-async def latency_figures(target: str, args: argparse.Namespace, replica: int) -> list[list[str]]:
+async def latency_figures(
+    target: str, args: argparse.Namespace, gateway: int, replica: int
+) -> list[list[str]]:
     game = args.latency_game
     players = max(2, rules_module(game).GAME.min_players)
     async with grpc.aio.insecure_channel(target) as channel:
         client = GameClient(channel, game)
         await human_latencies(client, 2.0, seed=0)  # warm up
-        idle, idle_cpu = await measured(client, args.latency_duration, 1, replica)
+        idle = await measured(client, args.latency_duration, 1, Processes.of(gateway, replica))
         ids = await bot_matches(client, args.bot_matches, args.bot_level, players)
         await asyncio.sleep(3.0)  # the bots' worker is busy by now
-        before = sum([(await client.match(m)).version for m in ids])
-        loaded, loaded_cpu = await measured(client, args.latency_duration, 2, replica)
-        after = sum([(await client.match(m)).version for m in ids])
+        before, started = sum([(await client.match(m)).version for m in ids]), time.monotonic()
+        loaded = await measured(client, args.latency_duration, 2, Processes.of(gateway, replica))
+        bot_moves = sum([(await client.match(m)).version for m in ids]) - before
+        bot_moves_per_s = bot_moves / (time.monotonic() - started)
     rows = []
-    for name, values, cpu in (
-        ("idle", idle, idle_cpu),
-        (f"{args.bot_matches} {args.bot_level} bot matches", loaded, loaded_cpu),
-    ):
+    for name, phase in (("idle", idle), (f"{args.bot_matches} {args.bot_level} bot matches", loaded)):
+        values = phase.latencies
+        path_waited = sum(phase.waited[role] for role in ("client", "gateway", "replica", "redis"))
         rows.append(
             [
                 name,
                 str(len(values)),
                 f"{1000 * percentile(values, 0.5):.2f}",
                 f"{1000 * percentile(values, 0.99):.2f}",
-                f"{cpu:.0%}",
+                f"{phase.ran['replica']:.0%}",
+                f"{phase.ran['workers']:.0%}",
+                f"{phase.ran['gateway']:.0%} / {phase.ran['redis']:.0%} / {phase.ran['client']:.0%}",
+                f"{1000 * path_waited:.0f}",
             ]
         )
-    ratio = percentile(loaded, 0.99) / percentile(idle, 0.99)
-    print(f"  bot moves committed while measuring: {after - before}; p99 loaded/idle = {ratio:.2f}")
+    ratio = percentile(loaded.latencies, 0.99) / percentile(idle.latencies, 0.99)
+    print(
+        f"  bot moves committed while measuring: {bot_moves} ({bot_moves_per_s:.1f}/s);"
+        f" p99 loaded/idle = {ratio:.2f}"
+    )
     return rows
 
 
@@ -406,8 +477,10 @@ def main() -> None:
         flush=True,
     )
     with running_system([args.latency_game], 1, gateway_listen=f"127.0.0.1:{free_port()}") as system:
-        rows = asyncio.run(latency_figures(system.gateway, args, system.processes[0].pid))
-    print(table(["replica", "moves", "p50 ms", "p99 ms", "replica CPU"], rows))
+        replica, gateway = (process.pid for process in system.processes[:2])
+        rows = asyncio.run(latency_figures(system.gateway, args, gateway, replica))
+    header = ["replica", "moves", "p50 ms", "p99 ms", "replica CPU", "workers CPU"]
+    print(table([*header, "gateway / Redis / client CPU", "path waited ms/s"], rows))
 
 
 if __name__ == "__main__":
