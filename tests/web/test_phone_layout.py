@@ -8,8 +8,10 @@ turns, before it moves:
   region: the hand's row (sideways), each side's melds in More and Momiji's list of choices
   (downwards); such a region is itself inside the viewport, and More's two sides both show
   their title.
-The seat plays with the strategies of ``make screenshots`` against server bots, which move
-at once, and stops after a few turns: seconds a game."""
+In More, the same again with a card of the hand picked (the melds' "+" ends shown). The seat
+plays with the strategies of ``make screenshots`` against server bots, which move at once,
+and stops after a dozen turns (More: until a picked card had a meld's end to go to): seconds
+a game."""
 
 from __future__ import annotations
 
@@ -23,8 +25,10 @@ from tests.web.conftest import ARTIFACTS, WebStack
 from tests.web.harness import PHONE, Tab, create_in_lobby, open_tab
 from tests.web.screenshots import MATCHES
 
-# The seat's turns checked: from the first to the last, then the tab leaves.
+# The seat's turns checked, then the tab leaves; in More more of them, until a picked card
+# has had a meld's "+" end to go to (the seat's side has a meld).
 TURNS = 12
+MORE_TURNS = 40
 # Regions that scroll inside the page: the pieces in them are reached by scrolling them.
 SCROLLING = "#board .zone.hand > .row, #board .more .side, #board .momiji .choices"
 
@@ -67,6 +71,7 @@ LAYOUT = """([scrolling]) => {
     problems: [...new Set(problems)],
     pieces: pieces.length,
     melds: board.querySelectorAll('.more .meld').length,
+    slots: board.querySelectorAll('.more .meld button.move.slot').length,
     hand: hand ? hand.querySelectorAll('[data-private=hand]').length : 0,
   };
 }"""
@@ -87,6 +92,20 @@ async def assert_in_reach(tab: Tab, game: str, turn: int) -> dict[str, Any]:
     return dict(found)
 
 
+async def more_with_a_card_picked(tab: Tab, turn: int) -> int:
+    """More's table with one card of the hand picked (one that fits a meld's end if any):
+    the melds grow their "+" ends, the discard pile and the actions change; the same checks,
+    then the pick is let go. Returns how many "+" ends were shown."""
+    hand = tab.page.locator("#board .hand button.pick.card")
+    if not await hand.count():
+        return 0
+    addable = tab.page.locator("#board .hand button.pick.card.addable")
+    await (addable.first if await addable.count() else hand.first).click()
+    found = await assert_in_reach(tab, "more", turn)
+    await tab.page.locator("#board button.pick.quiet").click()
+    return int(found["slots"])
+
+
 @pytest.mark.parametrize("game", list(MATCHES))
 async def test_a_phone_shows_the_whole_table_without_scrolling(
     quick_bots_stack: WebStack, browser: Browser, game: str
@@ -97,20 +116,29 @@ async def test_a_phone_shows_the_whole_table_without_scrolling(
     await create_in_lobby(tab, match)
     await tab.page.wait_for_selector("section.table[data-status=IN_PROGRESS]")
     seen: list[dict[str, Any]] = []
-    while len(seen) < TURNS and await tab.status() == "IN_PROGRESS":
+
+    def checked_enough() -> bool:
+        if game == "more":
+            return len(seen) >= MORE_TURNS or (len(seen) >= TURNS and any(s["slots"] for s in seen))
+        return len(seen) >= TURNS
+
+    while not checked_enough() and await tab.status() == "IN_PROGRESS":
         if not await tab.has_move():
             await tab.page.wait_for_timeout(30)
             continue
         seen.append(await assert_in_reach(tab, game, len(seen) + 1))
+        if game == "more":
+            seen[-1]["slots"] = await more_with_a_card_picked(tab, len(seen))
         before = await tab.version()
         await match.strategy(tab, rng)
         await tab.page.wait_for_function(
             "v => Number(document.querySelector('section.table')?.dataset.version) > v", arg=before
         )
-    assert len(seen) == TURNS, f"{game}: the match ended after {len(seen)} of the seat's turns"
+    assert len(seen) >= TURNS, f"{game}: the match ended after {len(seen)} of the seat's turns"
     assert all(s["hand"] for s in seen) or game == "morisi", seen
     if game == "more":
-        # Mid-match: melds on the table, not only an empty table.
+        # Mid-match: melds on the table, and a picked card's places at their ends.
         assert max(s["melds"] for s in seen) >= 3, seen
-    print(game, "on a phone:", [(s["pieces"], s["melds"]) for s in seen])
+        assert max(s["slots"] for s in seen) > 0, seen
+    print(game, "on a phone:", [(s["pieces"], s["melds"], s["slots"]) for s in seen])
     await tab.page.context.close()
