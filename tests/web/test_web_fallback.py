@@ -22,8 +22,9 @@ MOVES = 3
 # The page's first pause before it tries a refused WebSocket again (play_socket.ts's
 # SOCKET_RETRY_MS), less the timers' slack; the pauses after it are longer.
 FIRST_PAUSE_S = 5 - 0.5
-# Refused during the first part, the page may be at its third pause (5 + 10 + 20 s).
-BACK_WITHIN_S = 40
+# Refused again during the first part (on a loaded machine), the page may be in a longer
+# pause: the longest is 60 s.
+BACK_WITHIN_S = 70
 
 
 class Upgrades:
