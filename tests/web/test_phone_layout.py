@@ -22,8 +22,8 @@ import pytest
 from playwright.async_api import Browser
 
 from tests.web.conftest import ARTIFACTS, WebStack
-from tests.web.harness import PHONE, Tab, create_in_lobby, open_tab
-from tests.web.screenshots import MATCHES
+from tests.web.harness import PHONE, Match, Tab, create_in_lobby, open_tab
+from tests.web.screenshots import MATCHES, more
 
 # The seat's turns checked, then the tab leaves; in More more of them, until a picked card
 # has had a meld's "+" end to go to (the seat's side has a meld).
@@ -106,6 +106,15 @@ async def more_with_a_card_picked(tab: Tab, turn: int) -> int:
     return int(found["slots"])
 
 
+async def move(tab: Tab, match: Match, rng: random.Random) -> None:
+    """One move of the seat by its strategy, once the page shows what came of it."""
+    before = await tab.version()
+    await match.strategy(tab, rng)
+    await tab.page.wait_for_function(
+        "v => Number(document.querySelector('section.table')?.dataset.version) > v", arg=before
+    )
+
+
 @pytest.mark.parametrize("game", list(MATCHES))
 async def test_a_phone_shows_the_whole_table_without_scrolling(
     quick_bots_stack: WebStack, browser: Browser, game: str
@@ -129,11 +138,7 @@ async def test_a_phone_shows_the_whole_table_without_scrolling(
         seen.append(await assert_in_reach(tab, game, len(seen) + 1))
         if game == "more":
             seen[-1]["slots"] = await more_with_a_card_picked(tab, len(seen))
-        before = await tab.version()
-        await match.strategy(tab, rng)
-        await tab.page.wait_for_function(
-            "v => Number(document.querySelector('section.table')?.dataset.version) > v", arg=before
-        )
+        await move(tab, match, rng)
     assert len(seen) >= TURNS, f"{game}: the match ended after {len(seen)} of the seat's turns"
     assert all(s["hand"] for s in seen) or game == "morisi", seen
     if game == "more":
@@ -141,4 +146,32 @@ async def test_a_phone_shows_the_whole_table_without_scrolling(
         assert max(s["melds"] for s in seen) >= 3, seen
         assert max(s["slots"] for s in seen) > 0, seen
     print(game, "on a phone:", [(s["pieces"], s["melds"], s["slots"]) for s in seen])
+    await tab.page.context.close()
+
+
+async def test_more_on_a_phone_in_its_second_round(quick_bots_stack: WebStack, browser: Browser) -> None:
+    """From More's second round on, the first round's scores are on the table too: folded on
+    a phone (one line that opens them), the melds keep their room."""
+    match = Match("more", 3, more, bots=2, bot_level="policy", options={"max_rounds": 2})
+    rng = random.Random("more-second-round")
+    tab = await open_tab(browser, quick_bots_stack.url, "Ada", PHONE)
+    await create_in_lobby(tab, match)
+    await tab.page.wait_for_selector("section.table[data-status=IN_PROGRESS]")
+    scores = tab.page.locator("#round-summary")
+    turns = 0
+    while turns < TURNS // 2:
+        assert await tab.status() == "IN_PROGRESS", "More's match ended in its first round"
+        if not await tab.has_move():
+            await tab.page.wait_for_timeout(30)
+            continue
+        if await scores.count():
+            turns += 1
+            await assert_in_reach(tab, "more", turns)
+            await more_with_a_card_picked(tab, turns)
+            assert not await scores.evaluate("e => e.open"), "the last round's scores are open on a phone"
+        await move(tab, match, rng)
+    # Opened by the player, the scores are there to read, and stay open across the next draw.
+    await scores.locator("summary").click()
+    await tab.page.locator("#round-summary .scores table").wait_for()
+    assert await tab.page.locator("#round-summary[open]").count() == 1
     await tab.page.context.close()

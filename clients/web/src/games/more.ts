@@ -217,14 +217,27 @@ function roundSummary(ctx: TableContext, v: Obj): HTMLElement | null {
     return h("tr", {}, cells.map((c, i) => (i === 0 ? h("th", { scope: "row" }, String(c)) : h("td", {}, String(c)))));
   });
   const heads = ["player", "melds", "biribas", "going out", "hand", "More pile", "Solo ×1.5", "Solo out", "round", "total"];
-  return h(
-    "div",
-    // It scrolls sideways on a phone: reachable by keyboard, named.
-    { class: "zone summary", id: "round-summary", tabindex: 0, role: "group", "aria-label": `round ${num(last.round)} scores` },
-    h("div", { class: "label" }, `Round ${num(last.round)}: ${ended}`),
-    h("table", {}, h("thead", {}, h("tr", {}, heads.map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows)),
+  const summary = h(
+    "details",
+    { class: "zone summary", id: "round-summary" },
+    h("summary", { class: "label" }, `Round ${num(last.round)}: ${ended}`),
+    h(
+      "div",
+      // It scrolls sideways on a phone: reachable by keyboard, named.
+      { class: "scores", tabindex: 0, role: "group", "aria-label": `round ${num(last.round)} scores` },
+      h("table", {}, h("thead", {}, h("tr", {}, heads.map((t) => h("th", { scope: "col" }, t)))), h("tbody", {}, rows)),
+    ),
   );
+  // On a phone the scores of the round before stay folded while a round is played: the
+  // table's room is the melds'. Opened or folded by the player, it stays so.
+  (summary as HTMLDetailsElement).open = summaryOpen ?? (!window.matchMedia(PHONE).matches || short(v.phase, "PHASE_") === "over");
+  summary.addEventListener("toggle", () => (summaryOpen = (summary as HTMLDetailsElement).open));
+  return summary;
 }
+
+const PHONE = "(max-width: 600px)";
+// Whether the player opened (true) or folded (false) the round's scores; unset: as the screen suits.
+let summaryOpen: boolean | undefined;
 
 function drawTable(ctx: TableContext): HTMLElement {
   const v = ctx.view;
@@ -262,7 +275,14 @@ function drawTable(ctx: TableContext): HTMLElement {
       "div",
       { class: "row" },
       ...list(v.handSizes).map((n, seat) =>
-        pill(`${seatName(ctx, seat)}: ${roles[seat] === "unspecified" || !roles[seat] ? "" : `${roles[seat]}, `}${num(n)} card${num(n) === 1 ? "" : "s"}, ${num(list(v.scores)[seat])} points${list(v.minimumBinds)[seat] ? ", needs 7.5 to go down" : ""}`),
+        h(
+          "span",
+          { class: "pill" },
+          `${seatName(ctx, seat)}: ${roles[seat] === "unspecified" || !roles[seat] ? "" : `${roles[seat]}, `}${num(n)} card${num(n) === 1 ? "" : "s"}`,
+          // The seats above the table say the points too: a phone leaves them out here.
+          h("span", { class: "points" }, `, ${num(list(v.scores)[seat])} points`),
+          list(v.minimumBinds)[seat] ? ", needs 7.5 to go down" : "",
+        ),
       ),
     ),
     piles(ctx, v, pickedCard),
