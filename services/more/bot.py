@@ -248,25 +248,27 @@ def _undo(
 
 # The largest discard pile a Pair partner takes: more fills his hand with cards that count against
 # him, while his partner shares the melds (the Solo, alone against two, takes every pile he can).
+# With fewer than LATE_PILE cards left to draw he takes only a pile of one card: the others would
+# stay in his hand when the round ends.
 SMALL_PILE = 6
+LATE_PILE = 25
 # Below this many cards left to draw (the draw pile and the More piles that will refill it),
 # discards give up the dearest cards rather than the cheapest, and the Solo melds his pankals.
 LATE = 25
 PANKAL_MELD_SIZE = 5  # a meld this long takes a pankal at any time (a biriba is 7)
-# A playout stops after a few turns of every seat and the position is scored by ``evaluate``:
-# short playouts give the search many of them, and the standing after a few turns tells the
-# candidates apart with less noise than the end of a round does.
+# A playout stops after a few turns of every seat and the position is scored by ``evaluate``
+# (the searches that remain, ``candidate_moves``, weigh melding steps, whose worth shows soon).
 PLAYOUT_STEPS = 45
 EVALUATE_SCALE = 150.0  # points of lead that make a win about three times likelier than a loss
 MELDS_WEIGHED = 6  # melding steps of each kind the search weighs while the turn must meld
-DISCARDS_WEIGHED = 4  # a Pair partner's best discards (in the playout policy's order) the search weighs
 
 
-def playout_move(state: State, seat: int, rng: random.Random) -> JsonDict:
+def playout_move(state: State, seat: int, rng: random.Random | None) -> JsonDict:
     """A cheap sensible move: bid nothing; take the discard pile when its top card can be melded
-    (a Pair partner only a small one), else draw; meld what the hand allows, one step at a time
-    in ``_meld_rank``'s order (the Solo keeps his pankals back while the round is young); then
-    discard as ``_discard_key`` ranks the hand."""
+    (a Pair partner only a small one, a single card once ``LATE_PILE`` cards are left to draw),
+    else draw; meld what the hand allows, one step at a time in ``_meld_rank``'s order (the Solo
+    keeps his pankals back while the round is young); then discard as ``_discard_key`` ranks the
+    hand (equal cards told apart by ``rng``, or by card id without it)."""
     phase = state.phase
     if phase == "bidding":
         return {"bid": {"amount": 0}}
@@ -331,7 +333,7 @@ def _pankals_now(state: State, seat: int) -> bool:
 def _wants_pile(state: State, seat: int) -> bool:
     if seat == state.solo:
         return True
-    return len(state.discard) <= SMALL_PILE
+    return len(state.discard) <= (SMALL_PILE if _to_draw(state) >= LATE_PILE else 1)
 
 
 def _meld_rank(state: State, move: JsonDict, late: bool) -> int:
@@ -372,7 +374,7 @@ def _wild_lay(cards: list[int]) -> bool:
     return False
 
 
-def _best_discard(state: State, seat: int, rng: random.Random) -> int:
+def _best_discard(state: State, seat: int, rng: random.Random | None) -> int:
     hand = state.hands[seat]
     key = _discard_key(state, seat, rng)
     return min((c for c in hand if c != state.t.top), key=key)
@@ -438,37 +440,21 @@ def evaluate(state: State, seat: int) -> float:
 
 
 def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
-    """The moves worth searching, from the seat's hand and the public table only: every bid and
-    draw choice, but the Solo takes a pile he may take; in the play phase the melding step the
-    playout policy would make (melding takes cards out of the hand that would count against it,
-    so the search need not weigh keeping them), else a Pair partner's best few discards, the
-    Solo's best discard; while no discard is allowed, the first melding steps of each kind and
-    taking back."""
+    """The moves worth searching, from the seat's hand and the public table only: every bid, and
+    while the 7.5 minimum binds or a taken pile's top card must still be melded, the first
+    melding steps of each kind and taking back; everywhere else the playout policy's move alone.
+    A playout cut off a few turns on can only weigh the standing then, and one played to the
+    round's end is decided by the last cards in the hands, which hang on every seat's play to
+    come: neither told the policy's draws and discards from their alternatives reliably, and
+    the search's choice lost more often than the policy's."""
     moves = state.legal_moves(seat)
-    if state.phase == "draw" and seat == state.solo and {"take_pile": {}} in moves:
-        # a pile swells the hand for a while: the standing a few turns on undervalues it
-        return [{"take_pile": {}}]
-    if state.phase != "play":
+    if state.phase == "bidding":
         return moves
-    t = state.t
-    if t.opening and t.halves < OPENING_HALVES:
-        return _first_steps(moves)
-    best = _best_meld_step(state, seat, moves)
-    if best is not None:
-        return [best]
-    discards = [m for m in moves if "discard" in m]
-    if not discards:
-        return _first_steps(moves)
-    hand = state.hands[seat]
-    key = _discard_key(state, seat, None)
-    order = {card: i for i, card in enumerate(sorted((c for c in hand if c != t.top), key=key))}
-    discards.sort(key=lambda m: order.get(m["discard"]["card"], len(order)))
-    if seat == state.solo:
-        # the standing a few turns on rewards what empties the hand at once (a pankal melded
-        # early, the dearest card thrown): the Solo, who must meld more than two seats, plays
-        # the playout policy's move
-        return discards[:1]
-    return discards[:DISCARDS_WEIGHED]
+    if state.phase == "play":
+        t = state.t
+        if (t.opening and t.halves < OPENING_HALVES) or not any("discard" in m for m in moves):
+            return _first_steps(moves)
+    return [playout_move(state, seat, None)]
 
 
 def _first_steps(moves: list[JsonDict]) -> list[JsonDict]:
