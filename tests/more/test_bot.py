@@ -148,3 +148,15 @@ def test_late_in_the_round_a_pair_partner_with_two_cards_keeps_the_cheaper():
         assert points(move["discard"]["card"]) == max(points(c) for c in hand)
         kept += 1
     assert kept > 10
+
+
+def test_draws_and_discards_are_the_playout_policys_moves():
+    decided = 0
+    for state, seat in _playout_positions(range(10)):
+        moves = state.legal_moves(seat)
+        if state.phase == "draw" or (
+            state.phase == "play" and not state.t.opening and any("discard" in m for m in moves)
+        ):
+            assert candidate_moves(state, seat, random.Random(1)) == [playout_move(state, seat, None)]
+            decided += 1
+    assert decided > 500
