@@ -274,8 +274,11 @@ class GameServicer:
                 (record.match_id, record.rev),
                 match_message(self.service.facts(record, state)),
             )
-        update = self.codec.pb2.TableUpdate(view=self.codec.view(body, version, seat, active), match=match[1])
-        return self.codec.pb2.MatchEvent(version=version, table=update)
+        # Filled in place: each message passed to a constructor would be copied once more.
+        event = self.codec.pb2.MatchEvent(version=version)
+        event.table.view.CopyFrom(self.codec.view(body, version, seat, active))
+        event.table.match.CopyFrom(match[1])
+        return event
 
     async def PlayMatch(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
