@@ -94,6 +94,11 @@ function choices(ctx: TableContext): HTMLElement | null {
   return element;
 }
 
+function withClass(element: HTMLElement, name: string): HTMLElement {
+  element.classList.add(name);
+  return element;
+}
+
 export const momiji: GameRenderer = {
   draw(ctx) {
     drawn.clear();
@@ -150,7 +155,7 @@ export const momiji: GameRenderer = {
       choices(ctx),
       hand,
       list(v.templeBellCards).length ? zone("temple bell", ...list(v.templeBellCards).map((c) => card(ctx, look(obj(c), true)))) : null,
-      list(v.scores).length ? zone("score now", ...list(v.scores).map((s) => pill(`${seatName(ctx, num(obj(s).seat))}: ${num(obj(s).total)}`))) : null,
+      list(v.scores).length ? withClass(zone("score now", ...list(v.scores).map((s) => pill(`${seatName(ctx, num(obj(s).seat))}: ${num(obj(s).total)}`))), "score-now") : null,
     );
   },
 };
