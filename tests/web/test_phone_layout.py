@@ -1,8 +1,8 @@
 """Every game's table at a phone's size (tests/web/harness.py's PHONE), mid-match: what a
 player needs to play is on the screen at once, the page not scrolled. At each of the seat's
 turns, before it moves:
-- the hand, More's melds of both sides and every piece that makes a move (or starts one) on
-  the table are inside the viewport, each on top where a finger lands (nothing drawn over
+- the board, the hand, More's melds of both sides and every piece that makes a move (or
+  starts one) on the table are inside the viewport, each on top where a finger lands (nothing drawn over
   it), with the page at its top: the page was not scrolled to reach them either;
 - a piece may lie in a region that scrolls on its own, and is then reached by scrolling that
   region: the hand's row (sideways), each side's melds in More and Momiji's list of choices
@@ -54,6 +54,7 @@ LAYOUT = """([scrolling]) => {
     }
   };
   const board = document.querySelector('#board');
+  check(board, 'the board');
   const hand = board.querySelector('.zone.hand');
   if (hand) check(hand, 'the hand');
   const sides = [...board.querySelectorAll('.more .side')];
