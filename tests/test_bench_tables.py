@@ -165,6 +165,7 @@ def test_the_browser_rows_are_held_against_the_same_moves_made_natively():
         ),
         _row("happy_mochi", "python gateway, PlayMatch", 0.5),
         _row("happy_mochi", "python gateway web port, WebSocket, PlayMatch", 0.55, p99_ms=20.0),
+        _row("happy_mochi", "python gateway web port, WebSocket with_table, PlayMatch", 0.7, p99_ms=30.0),
     ]
     rows = {
         target: (figure, met) for target, figure, met in targets.target_rows(results, 0.15, "happy_mochi")
@@ -184,6 +185,10 @@ def test_the_browser_rows_are_held_against_the_same_moves_made_natively():
     socket = "happy_mochi through python gateway web port, WebSocket, PlayMatch"
     assert rows[f"{socket}: ≤ 1× python gateway, PlayMatch"] == ("1.10×", "missed")
     assert rows[f"{socket}: p99 < 50 ms"] == ("20.0 ms", "met")
+    # The page's stream also gets each seat's table, which no native row asks for: p99 only.
+    tables = "happy_mochi through python gateway web port, WebSocket with_table, PlayMatch"
+    assert [target for target in rows if target.startswith(tables)] == [f"{tables}: p99 < 50 ms"]
+    assert rows[f"{tables}: p99 < 50 ms"] == ("30.0 ms", "met")
 
 
 def test_a_round_is_held_against_its_own_echo_and_what_was_not_measured_is_not_judged():
