@@ -38,6 +38,7 @@ class Refusal:
     details: str
     reason: str
     field: str
+    retry_ms: int = 0  # the RetryInfo's delay, 0 without one
 
 
 async def refusal(call: Awaitable[Any]) -> Refusal:
@@ -50,9 +51,11 @@ async def refusal(call: Awaitable[Any]) -> Refusal:
 
 
 def refusal_of(error: grpc.aio.AioRpcError) -> Refusal:
-    """A call's error with its rich details (the ErrorInfo reason, the BadRequest field)."""
+    """A call's error with its rich details (the ErrorInfo reason, the BadRequest field, the
+    RetryInfo delay)."""
     status = rpc_status.from_call(error)  # type: ignore[arg-type]
     reason = field = ""
+    retry_ms = 0
     for detail in status.details if status else ():
         if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
             info = error_details_pb2.ErrorInfo()
@@ -62,7 +65,11 @@ def refusal_of(error: grpc.aio.AioRpcError) -> Refusal:
             bad = error_details_pb2.BadRequest()
             detail.Unpack(bad)
             field = bad.field_violations[0].field
-    return Refusal(error.code(), error.details() or "", reason, field)
+        if detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            retry = error_details_pb2.RetryInfo()
+            detail.Unpack(retry)
+            retry_ms = retry.retry_delay.ToMilliseconds()
+    return Refusal(error.code(), error.details() or "", reason, field, retry_ms)
 
 
 async def active_seat_move(client: GameClient, started: StartedMatch) -> tuple[int, Any, int]:

@@ -20,7 +20,6 @@ import grpc
 import httpx
 import pytest
 from google.rpc import error_details_pb2
-from grpc_status import rpc_status
 from mogames.common.v1 import common_pb2
 from mogames.happymochi.v1 import happymochi_pb2
 from websockets.asyncio.client import connect
@@ -30,7 +29,7 @@ from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
 from services.runtime.settings import GatewaySettings
 from tests.conftest import Cluster
-from tests.helpers import start_match, wait_until
+from tests.helpers import refusal_of, start_match, wait_until
 from tests.test_processes import spawn_service
 from tests.web.conftest import PAGE, serving_gateway
 from tests.web.wire import WebClient, WireError
@@ -70,18 +69,8 @@ def _of_wire(error: WireError) -> Answer:
 
 
 def _of_grpc(error: grpc.aio.AioRpcError) -> Answer:
-    reason, retry_ms = "", 0
-    status = rpc_status.from_call(error)  # type: ignore[arg-type]
-    for detail in status.details if status else ():
-        if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-            info = error_details_pb2.ErrorInfo()
-            detail.Unpack(info)
-            reason = info.reason
-        elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
-            retry = error_details_pb2.RetryInfo()
-            detail.Unpack(retry)
-            retry_ms = retry.retry_delay.ToMilliseconds()
-    return Answer(error.code().name.lower(), error.details() or "", reason, retry_ms)
+    refused = refusal_of(error)
+    return Answer(error.code().name.lower(), refused.details, refused.reason, refused.retry_ms)
 
 
 def _watch(match_id: str) -> happymochi_pb2.PlayMatchRequest:
