@@ -9,14 +9,20 @@ pool per process, started at the first searching decision.
 from __future__ import annotations
 
 import asyncio
+import functools
 import multiprocessing
 from collections import OrderedDict
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+import structlog
 
 from services.bots import worker
 from services.engine import JsonDict, rng
 from services.runtime.history import StoredEvent
 from services.runtime.store import MatchStore
+
+log = structlog.get_logger("scheduler")
 
 # Beyond this, a decision is given up and the policy move played instead. The budget is CPU
 # time and a worker gives way to everything else, so on a machine busy with other work a decision
@@ -65,22 +71,40 @@ class BotPool:
         self, game: str, view: JsonDict, seat: int, level: str, seed: int, history: list[JsonDict] | None
     ) -> tuple[JsonDict, float]:
         """The bot's move and the worker's CPU seconds for it."""
-        submitted = self._started().submit(worker.decide_timed, game, view, seat, level, seed, history)
+        executor = self._started()
+        try:
+            submitted = executor.submit(worker.decide_timed, game, view, seat, level, seed, history)
+        except BrokenProcessPool:
+            self._drop(executor)
+            executor = self._started()
+            submitted = executor.submit(worker.decide_timed, game, view, seat, level, seed, history)
         decision = asyncio.wrap_future(submitted)
         # A decision counts until its worker is done with it, answered or given up: one given
         # up still holds the worker, and the next ones would only queue behind it.
         self.in_flight += 1
-        decision.add_done_callback(self._done)
+        decision.add_done_callback(functools.partial(self._done, executor))
         try:
             return await asyncio.wait_for(asyncio.shield(decision), self.decision_timeout_s)
         except BaseException:
             submitted.cancel()  # succeeds only while it is queued; a search ends by its budget
             raise
 
-    def _done(self, decision: asyncio.Future[tuple[JsonDict, float]]) -> None:
+    def _done(self, executor: ProcessPoolExecutor, decision: asyncio.Future[tuple[JsonDict, float]]) -> None:
         self.in_flight -= 1
-        if not decision.cancelled():
-            decision.exception()  # a given-up decision's failure is not news
+        if decision.cancelled():
+            return
+        # A given-up decision's failure is not news, but a dead worker breaks its whole pool
+        # (every decision after it would fail): the next decision starts a new one.
+        if isinstance(decision.exception(), BrokenProcessPool):
+            self._drop(executor)
+
+    def _drop(self, executor: ProcessPoolExecutor) -> None:
+        """Let go of a pool whose worker died (killed, out of memory): once broken, a pool
+        takes no more work."""
+        if self._executor is executor:
+            log.warning("bot_workers_restarted", workers=self.workers)
+            executor.shutdown(wait=False, cancel_futures=True)
+            self._executor = None
 
     def close(self) -> None:
         """Stop the workers, leaving their decisions under way."""

@@ -8,6 +8,7 @@ import asyncio
 import os
 import signal
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -84,6 +85,29 @@ async def test_a_decision_given_up_counts_until_its_worker_is_done_with_it():
                 break
             await asyncio.sleep(0.05)
         assert pool.in_flight == 0, "the decision counted on after its worker was done"
+    finally:
+        pool.close()
+
+
+async def test_a_worker_that_died_is_replaced_at_the_next_decision():
+    """A killed worker breaks its pool (its decision fails, and the bot plays its policy
+    move): the next decision starts new workers instead of failing for good."""
+    state = rules_module(GAME).State.new(3, 5, {})
+    seat = state.active_seats()[0]
+    view, history = seat_information(state, seat, state.opening_events())
+    pool = BotPool(1)
+    try:
+        worker = await asyncio.wrap_future(pool._started().submit(os.getpid))
+        deciding = asyncio.ensure_future(pool.decide(GAME, view, seat, "hard", 1, history))
+        await asyncio.sleep(0.05)
+        os.kill(worker, signal.SIGKILL)
+        with pytest.raises(BrokenProcessPool):
+            await deciding
+        move, _ = await pool.decide(GAME, view, seat, "medium", 2, history)
+        assert move in state.legal_moves(seat)
+        replacement = await asyncio.wrap_future(pool._started().submit(os.getpid))
+        assert replacement != worker
+        assert pool.in_flight == 0
     finally:
         pool.close()
 
