@@ -21,7 +21,7 @@ from mogames.common.v1 import common_pb2
 
 from gateway.backends import ReplicaPool
 from services.runtime.auth import bearer_token, match_of_token
-from services.runtime.errors import resume_elsewhere, stream_cut, to_status, unreached
+from services.runtime.errors import relayed_failure, to_status
 from services.runtime.limits import FORWARDED_CLIENT, client_id
 from services.runtime.settings import InputLimits
 
@@ -46,14 +46,9 @@ async def _abort_like(
     context: grpc.aio.ServicerContext, error: grpc.aio.AioRpcError, service: str, answered: bool
 ) -> None:
     """The client's call ends as the replica's did; ``answered``: the replica sent a message."""
-    if stream_cut(error):
-        # The replica ended the call while this side still wrote to it (its shutdown): the
-        # client's cue to open it again, never an internal error.
-        status = to_status(resume_elsewhere("the replica ended the stream: open it again to resume"))
-        await context.abort(status.code, status.details, status.trailing_metadata)
-    unreachable = None if answered else unreached(service, error)
-    if unreachable is not None:
-        status = to_status(unreachable)
+    relayed = relayed_failure(service, error, answered)
+    if relayed is not None:
+        status = to_status(relayed)
         await context.abort(status.code, status.details, status.trailing_metadata)
     trailing = tuple((k, v) for k, v in (error.trailing_metadata() or ()) if not k.startswith(":"))
     await context.abort(error.code(), error.details() or "", trailing)

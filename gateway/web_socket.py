@@ -43,10 +43,9 @@ from services.runtime.errors import (
     ResourceExhausted,
     ServiceError,
     Unimplemented,
+    relayed_failure,
     resume_elsewhere,
-    stream_cut,
     to_status,
-    unreached,
 )
 from services.runtime.limits import FORWARDED_CLIENT, client_named
 from services.runtime.settings import InputLimits
@@ -294,12 +293,9 @@ class _Call:
                     self.headers_sent = True
                 await send({"type": "websocket.send", "bytes": _PREFIX.pack(_DATA, len(response)) + response})
         except grpc.aio.AioRpcError as error:
-            if stream_cut(error):
-                cut = resume_elsewhere("the replica ended the stream: open it again to resume")
-                return _status_trailers(to_status(cut))
-            unreachable = None if self.headers_sent else unreached(self.service, error)
-            if unreachable is not None:
-                return _status_trailers(to_status(unreachable))
+            relayed = relayed_failure(self.service, error, self.headers_sent)
+            if relayed is not None:
+                return _status_trailers(to_status(relayed))
             return _trailers(error.code(), error.details() or "", error.trailing_metadata())
         except asyncio.CancelledError:
             # The call was cancelled here (the browser left or broke the framing), not this task.

@@ -181,6 +181,17 @@ def unreached(service: str, error: grpc.aio.AioRpcError) -> Unavailable | None:
     return no_replica(service)
 
 
+def relayed_failure(service: str, error: grpc.aio.AioRpcError, answered: bool) -> Unavailable | None:
+    """What a gateway tells its client of a call it forwarded to ``service`` that failed not
+    with the replica's own status: the stream the replica ended while it was written to (its
+    shutdown: open it again and resume, never an internal error), or, before the replica
+    ``answered`` anything, a replica never reached (``unreached``). None: the replica's status
+    goes to the client as it is."""
+    if stream_cut(error):
+        return resume_elsewhere("the replica ended the stream: open it again to resume")
+    return None if answered else unreached(service, error)
+
+
 # A call the gateway made to a game service on a client's behalf (the lobby's): a replica
 # down, slow or out of time is the client's cue to retry, never an internal error.
 _BACKEND_RETRY = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED)
