@@ -153,8 +153,9 @@ class WatchHub:
         revoked: Revoked | None = None,
         settled: Settled | None = None,
     ) -> Callable[[], None]:
-        """``watch`` without its generator: ``deliver`` is called with each event and prompt
-        (PlayMatch's outbox takes them so, with no task or queue of the watch's own between),
+        """A watcher of ``match_id``: ``deliver`` is called with each event and prompt (PlayMatch's
+        outbox takes them so, with no task or queue of the watch's own between; WatchMatch's
+        generator, watching._live, queues them),
         ``revoked`` once if the seat's token ``generation`` is revoked, ``settled`` with the
         record after each read or commit that gave it anything. Returns what detaches the
         watcher; until then it is called, also from reads."""
