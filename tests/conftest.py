@@ -141,6 +141,20 @@ class Cluster:
 
 
 @contextlib.asynccontextmanager
+async def services_on_own_redis(games: list[str]) -> AsyncIterator[tuple[Cluster, aioredis.Redis]]:
+    """``running_services`` of ``games`` on a Redis started for the caller alone, with a client
+    of it: for a test that counts or watches Redis's commands, which Redis counts server-wide
+    (the session's shared one serves other tests' matches meanwhile)."""
+    with running_redis() as url:
+        async with running_services(url, games=games) as own:
+            redis = aioredis.Redis.from_url(url)
+            try:
+                yield own, redis
+            finally:
+                await redis.aclose()
+
+
+@contextlib.asynccontextmanager
 async def running_services(
     redis_url: str,
     games: list[str] | None = None,

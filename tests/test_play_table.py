@@ -14,9 +14,8 @@ import redis.asyncio as aioredis
 from mogames.common.v1 import common_pb2
 
 from clients.game_client import GameClient, auth
-from deploy.redis_server import running_redis
 from services.runtime import keys
-from tests.conftest import Cluster, running_services
+from tests.conftest import Cluster, services_on_own_redis
 from tests.helpers import start_match
 
 GAME = "happy_mochi"
@@ -95,15 +94,8 @@ class _MatchReads:
 
 
 async def test_tables_after_another_replicas_commits_are_each_seats_own_and_read_nothing() -> None:
-    # A Redis of its own: Redis counts commands server-wide, and the session's shared one
-    # serves other tests' matches meanwhile.
-    with running_redis() as url:
-        async with running_services(url, games=[GAME]) as own:
-            redis = aioredis.Redis.from_url(url)
-            try:
-                await _tables_of_another_replicas_commits(own, redis)
-            finally:
-                await redis.aclose()
+    async with services_on_own_redis([GAME]) as (own, redis):
+        await _tables_of_another_replicas_commits(own, redis)
 
 
 async def _tables_of_another_replicas_commits(own: Cluster, redis: aioredis.Redis) -> None:

@@ -22,7 +22,7 @@ from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect
 from services.runtime.store import MatchStore
 from tests import helpers
-from tests.conftest import running_services, service_settings
+from tests.conftest import service_settings, services_on_own_redis
 from tests.helpers import active_seat_move, events_before, is_history, refusal, start_match
 
 GAME = "happy_mochi"
@@ -183,15 +183,8 @@ async def watch_command_calls(redis_client) -> dict[str, int]:
 
 
 async def test_quiet_watchers_cost_no_redis_commands():
-    # A Redis and replicas of its own: Redis counts commands server-wide, and the session's
-    # shared ones serve other tests' matches (bots, clocks) that keep playing meanwhile.
-    with running_redis() as url:
-        async with running_services(url, games=[GAME]) as own:
-            redis_client = aioredis.Redis.from_url(url)
-            try:
-                await _quiet_watchers_cost_no_redis_commands(own, redis_client)
-            finally:
-                await redis_client.aclose()
+    async with services_on_own_redis([GAME]) as (own, redis_client):
+        await _quiet_watchers_cost_no_redis_commands(own, redis_client)
 
 
 async def _quiet_watchers_cost_no_redis_commands(cluster, redis_client):
