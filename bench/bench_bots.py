@@ -26,7 +26,10 @@ replica is otherwise idle, then while ``--bot-matches`` matches of server bots o
 per second, and per phase the CPU share of the replica, its bot workers, the gateway, Redis
 and the bench's client, and how long the human's path (those but the workers) waited for a
 CPU, in ms per second (from ``/proc``): what the workers take from the human moves shows
-there. ``MOGAMES_BOT_WORKER_PRIORITY`` in the environment reaches the replica.
+there. ``MOGAMES_BOT_WORKER_PRIORITY`` in the environment reaches the replica. Part 2 runs
+twice, each time on a system of its own: the workers sharing the CPUs, then (on two CPUs or
+more) on the last CPU alone (``MOGAMES_BOT_OWN_CPUS=1``), the gateway, Redis and this client
+kept off it as well.
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ from services.bots.adapters import adapter, games_with_adapters
 from services.bots.decide import decide
 from services.bots.levels import SEARCH_LEVELS
 from services.catalog import rules_module
+from services.runtime import cpus
 from services.runtime.bots import bot_move, timeout_move
 
 # Options that keep a match short enough to play hundreds of (More's goal is far otherwise).
@@ -389,7 +393,7 @@ async def measured(client: GameClient, duration_s: float, seed: int, processes: 
 
 
 async def latency_figures(
-    target: str, args: argparse.Namespace, gateway: int, replica: int
+    target: str, args: argparse.Namespace, gateway: int, replica: int, placement: str
 ) -> list[list[str]]:
     game = args.latency_game
     players = max(2, rules_module(game).GAME.min_players)
@@ -405,6 +409,7 @@ async def latency_figures(
         bot_moves_per_s = bot_moves / (time.monotonic() - started)
     rows = []
     for name, phase in (("idle", idle), (f"{args.bot_matches} {args.bot_level} bot matches", loaded)):
+        name = f"{placement}: {name}"
         values = phase.latencies
         path_waited = sum(phase.waited[role] for role in ("client", "gateway", "replica", "redis"))
         rows.append(
@@ -421,10 +426,39 @@ async def latency_figures(
         )
     ratio = percentile(loaded.latencies, 0.99) / percentile(idle.latencies, 0.99)
     print(
-        f"  bot moves committed while measuring: {bot_moves} ({bot_moves_per_s:.1f}/s);"
-        f" p99 loaded/idle = {ratio:.2f}"
+        f"  {placement}: bot moves committed while measuring: {bot_moves} ({bot_moves_per_s:.1f}/s);"
+        f" p99 loaded/idle = {ratio:.2f}",
+        flush=True,
     )
     return rows
+
+
+def placements() -> list[tuple[str, int]]:
+    """How the part-2 systems place the bot workers: by the replica's tasks at the lowest
+    priority, and (on two CPUs or more) on a CPU of their own (``MOGAMES_BOT_OWN_CPUS=1``)."""
+    shared = ("workers share the CPUs", 0)
+    if len(cpus.allowed()) < 2:
+        return [shared]
+    return [shared, (f"workers on CPU {max(cpus.allowed())} alone", 1)]
+
+
+def human_phases(args: argparse.Namespace, placement: str, own_cpus: int) -> list[list[str]]:
+    """Part 2 on a system of its own whose replica gives its bot workers ``own_cpus`` CPUs;
+    the gateway, Redis and this client then keep off them too, as the rest of a deployment
+    would (other machines, or cores of their own)."""
+    everywhere = cpus.allowed()
+    os.environ["MOGAMES_BOT_OWN_CPUS"] = str(own_cpus)
+    with running_system([args.latency_game], 1, gateway_listen=f"127.0.0.1:{free_port()}") as system:
+        replica, gateway = (process.pid for process in system.processes[:2])
+        processes = Processes.of(gateway, replica)
+        if own_cpus:
+            rest = cpus.split(everywhere, own_cpus)[0]
+            for pid in (gateway, processes.path["redis"], os.getpid()):
+                cpus.keep_process_on(rest, pid)
+        try:
+            return asyncio.run(latency_figures(system.gateway, args, gateway, replica, placement))
+        finally:
+            cpus.keep_process_on(everywhere)
 
 
 def main() -> None:
@@ -476,9 +510,7 @@ def main() -> None:
         f" {args.bot_level} bot matches, {args.latency_duration:g} s each ...",
         flush=True,
     )
-    with running_system([args.latency_game], 1, gateway_listen=f"127.0.0.1:{free_port()}") as system:
-        replica, gateway = (process.pid for process in system.processes[:2])
-        rows = asyncio.run(latency_figures(system.gateway, args, gateway, replica))
+    rows = [row for placement, own in placements() for row in human_phases(args, placement, own)]
     header = ["replica", "moves", "p50 ms", "p99 ms", "replica CPU", "workers CPU"]
     print(table([*header, "gateway / Redis / client CPU", "path waited ms/s"], rows))
 

@@ -4,7 +4,9 @@ played on by the other replica (real processes, real Redis)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+from pathlib import Path
 
 import grpc
 from mogames.common.v1 import common_pb2
@@ -58,3 +60,54 @@ async def test_a_bot_seat_survives_its_replicas_kill_9(redis_url, tmp_path):
             if replica.poll() is None:
                 replica.terminate()
                 replica.wait(10)
+
+
+async def test_a_replica_keeps_off_the_cpus_it_gives_its_bot_workers(redis_url, tmp_path):
+    """MOGAMES_BOT_OWN_CPUS=1: the searching workers run on the replica's last CPU alone, and
+    no thread of the replica (gRPC's, Redis client's, the loop's) runs there."""
+    everywhere = os.sched_getaffinity(0)
+    assert len(everywhere) >= 2, "a CPU of the bots' own needs a machine of two CPUs or more"
+    bots, replica_cpus = {max(everywhere)}, everywhere - {max(everywhere)}
+    port = free_port()
+    env = {"MOGAMES_BOT_OWN_CPUS": "1", "MOGAMES_BOT_THINK_MS": "5", "MOGAMES_LOG_LEVEL": "warning"}
+    replica = spawn_service(GAME, f"127.0.0.1:{port}", redis_url, tmp_path / "replica.log", env)
+    try:
+        wait_for_port(port, 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            client = GameClient(channel, GAME)
+            table = common_pb2.TableOptions(bot_seats=[0, 1, 2], bot_level="medium")
+            match = await client.create(3, table=table)
+            for _ in range(600):  # the first searches start the worker
+                if (await client.match(match.match_id)).version >= 3:
+                    break
+                await asyncio.sleep(0.05)
+            workers = _children(replica.pid)
+            assert workers, "the bots have decided, so a worker runs"
+            assert _placement(replica.pid) == replica_cpus
+            assert all(_placement(worker) == bots for worker in workers)
+    finally:
+        replica.terminate()
+        replica.wait(10)
+
+
+def _children(pid: int) -> list[int]:
+    """The worker processes ``pid`` started (the pool's resource tracker, also a child, is none)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def _placement(pid: int) -> set[int]:
+    """The CPUs every thread of ``pid`` may run on; fails if its threads differ."""
+    placed = {frozenset(os.sched_getaffinity(int(t.name))) for t in Path(f"/proc/{pid}/task").iterdir()}
+    assert len(placed) == 1, f"the threads of {pid} run on different CPUs: {placed}"
+    return set(placed.pop())

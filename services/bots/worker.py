@@ -24,7 +24,9 @@ LOWEST_NICENESS = 19
 PARENT_CHECK_S = 1.0
 
 
-def initialize(priority: str = IDLE) -> None:
+def initialize(priority: str = IDLE, cpus: frozenset[int] = frozenset()) -> None:
+    if cpus:  # the CPUs the replica keeps off (services/runtime/cpus.py)
+        os.sched_setaffinity(0, cpus)
     give_way(priority)
     parent = os.getppid()
     threading.Thread(target=_exit_with, args=(parent,), name="parent-watch", daemon=True).start()

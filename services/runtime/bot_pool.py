@@ -38,18 +38,19 @@ ROUND_START = "round_started"
 class BotPool:
     _shared: BotPool | None = None
 
-    def __init__(self, workers: int, priority: str = worker.IDLE) -> None:
+    def __init__(self, workers: int, priority: str = worker.IDLE, cpus: frozenset[int] = frozenset()) -> None:
         self.workers = workers
         self.priority = priority
+        self.cpus = cpus
         self.in_flight = 0
         self.decision_timeout_s = DECISION_TIMEOUT_S
         self._executor: ProcessPoolExecutor | None = None
 
     @classmethod
-    def shared(cls, workers: int, priority: str = worker.IDLE) -> BotPool:
+    def shared(cls, workers: int, priority: str = worker.IDLE, cpus: frozenset[int] = frozenset()) -> BotPool:
         """The process's pool (a replica is one process; tests run several in one)."""
         if cls._shared is None:
-            cls._shared = cls(workers, priority)
+            cls._shared = cls(workers, priority, cpus)
         return cls._shared
 
     def _started(self) -> ProcessPoolExecutor:
@@ -59,7 +60,7 @@ class BotPool:
                 self.workers,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=worker.initialize,
-                initargs=(self.priority,),
+                initargs=(self.priority, self.cpus),
             )
         return self._executor
 

@@ -11,7 +11,7 @@ import structlog
 from grpc_health.v1 import health_pb2
 
 from services.catalog import rules_module
-from services.runtime import logs, metrics, serving
+from services.runtime import cpus, logs, metrics, serving
 from services.runtime.bot_pool import BotPool
 from services.runtime.codec import Codec
 from services.runtime.limits import ClientBudgets
@@ -124,6 +124,11 @@ def cli(argv: list[str]) -> None:
     except SettingsError as error:
         sys.exit(f"mogames: bad settings: {error}")
     logs.configure(settings.log_level, service=settings.game, replica=settings.listen)
+    if settings.bot_cpus:
+        # Before gRPC starts its threads; the bot workers, started later, move to theirs.
+        replica_cpus = cpus.allowed() - settings.bot_cpus
+        cpus.keep_process_on(replica_cpus)
+        log.info("bot_cpus", replica=sorted(replica_cpus), bots=sorted(settings.bot_cpus))
     serving.run(main(settings), f"mogames {settings.game}")
 
 

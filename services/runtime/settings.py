@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
+from services.runtime import cpus
 from services.runtime.redis_client import RedisUrlError, check_url
 
 
@@ -83,6 +84,19 @@ def _bot_worker_priority() -> str:
     if value != "idle" and not (value.isdigit() and 0 <= int(value) <= 19):
         raise SettingsError(f"{name} must be idle or a niceness from 0 to 19, got {value!r}")
     return value
+
+
+def _bot_cpus() -> frozenset[int]:
+    """The CPUs the bot workers get to themselves (services/runtime/cpus.py); none: they share
+    the replica's."""
+    name = "MOGAMES_BOT_OWN_CPUS"
+    own = _int(name, 0)
+    if not own:
+        return frozenset()
+    try:
+        return cpus.split(cpus.allowed(), own)[1]
+    except ValueError as error:
+        raise SettingsError(f"{name}={own}: {error}") from None
 
 
 def _optional_address(name: str, default: str) -> str | None:
@@ -208,6 +222,8 @@ class ServiceSettings:
     bot_workers: int = 1
     # How those workers give way to the replica: "idle" (SCHED_IDLE) or a niceness.
     bot_worker_priority: str = "idle"
+    # CPUs the workers run on alone, the replica keeping off them; empty: they share.
+    bot_cpus: frozenset[int] = frozenset()
     # How often each replica looks for due timers, bot moves and idle matches, and how long
     # one replica holds a due match before another may take it over.
     scheduler_tick_ms: int = 200
@@ -270,6 +286,7 @@ class ServiceSettings:
             bot_think_ms=_int("MOGAMES_BOT_THINK_MS", 300),
             bot_workers=_int("MOGAMES_BOT_WORKERS", 1, minimum=1),
             bot_worker_priority=_bot_worker_priority(),
+            bot_cpus=_bot_cpus(),
             scheduler_tick_ms=_int("MOGAMES_SCHEDULER_TICK_MS", 200, minimum=10),
             scheduler_lease_ms=_int("MOGAMES_SCHEDULER_LEASE_MS", 5000, minimum=100),
             stall_after_s=_int("MOGAMES_STALL_AFTER_S", 300, minimum=1),

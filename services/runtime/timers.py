@@ -241,7 +241,8 @@ class Scheduler:
 
     @property
     def pool(self) -> BotPool:
-        return BotPool.shared(self.settings.bot_workers, self.settings.bot_worker_priority)
+        settings = self.settings
+        return BotPool.shared(settings.bot_workers, settings.bot_worker_priority, settings.bot_cpus)
 
     async def bot_decision(self, record: MatchRecord, state: Any, seat: int, level: str) -> JsonDict:
         """A bot's move. A searching level decides in a worker process from the seat's view and

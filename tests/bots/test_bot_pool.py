@@ -16,6 +16,7 @@ import pytest
 from services.bots.decide import seat_information
 from services.catalog import rules_module
 from services.runtime.bot_pool import BotPool
+from services.runtime.cpus import split
 from services.runtime.settings import ServiceSettings, SettingsError
 
 GAME = "mori"
@@ -128,3 +129,40 @@ def test_the_worker_priority_setting_is_idle_or_a_niceness(monkeypatch):
         monkeypatch.setenv("MOGAMES_BOT_WORKER_PRIORITY", wrong)
         with pytest.raises(SettingsError, match="MOGAMES_BOT_WORKER_PRIORITY must be idle or a niceness"):
             ServiceSettings.from_env(GAME)
+
+
+def test_own_cpus_are_the_highest_numbered_and_leave_the_replica_some():
+    assert split(frozenset({0, 1, 2, 3}), 0) == (frozenset({0, 1, 2, 3}), frozenset())
+    assert split(frozenset({0, 1, 2, 3}), 1) == (frozenset({0, 1, 2}), frozenset({3}))
+    assert split(frozenset({2, 5, 7}), 2) == (frozenset({2}), frozenset({5, 7}))
+    with pytest.raises(ValueError, match=r"of the CPUs this replica may use \(2,5\) would leave it none"):
+        split(frozenset({2, 5}), 2)
+
+
+def test_the_own_cpus_setting_fails_fast_when_it_leaves_the_replica_none(monkeypatch):
+    monkeypatch.setenv("MOGAMES_TOKEN_SECRET", "x" * 32)
+    monkeypatch.delenv("MOGAMES_BOT_OWN_CPUS", raising=False)
+    assert ServiceSettings.from_env(GAME).bot_cpus == frozenset(), "by default the workers share"
+    everywhere = os.sched_getaffinity(0)
+    monkeypatch.setenv("MOGAMES_BOT_OWN_CPUS", str(len(everywhere)))
+    with pytest.raises(
+        SettingsError, match=f"MOGAMES_BOT_OWN_CPUS={len(everywhere)}: .* would leave it none"
+    ):
+        ServiceSettings.from_env(GAME)
+    monkeypatch.setenv("MOGAMES_BOT_OWN_CPUS", "-1")
+    with pytest.raises(SettingsError, match="MOGAMES_BOT_OWN_CPUS must be >= 0"):
+        ServiceSettings.from_env(GAME)
+
+
+def test_workers_given_cpus_of_their_own_run_only_there():
+    """Every thread of a worker, the parent watch included, is bound to the pool's CPUs."""
+    last = frozenset({max(os.sched_getaffinity(0))})
+    pool = BotPool(1, "idle", last)
+    try:
+        worker = pool._started().submit(os.getpid).result(timeout=60)
+        threads = [int(task.name) for task in Path(f"/proc/{worker}/task").iterdir()]
+        assert len(threads) >= 2, "the parent watch runs beside the main thread"
+        assert {t: os.sched_getaffinity(t) for t in threads} == {t: last for t in threads}
+        assert os.sched_getscheduler(worker) == os.SCHED_IDLE, "and still at the lowest priority"
+    finally:
+        pool.close()
