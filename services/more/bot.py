@@ -442,14 +442,24 @@ def evaluate(state: State, seat: int) -> float:
 def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
     """The moves worth searching, from the seat's hand and the public table only: every bid, and
     while the 7.5 minimum binds or a taken pile's top card must still be melded, the first
-    melding steps of each kind and taking back; everywhere else the playout policy's move alone.
-    A playout cut off a few turns on can only weigh the standing then, and one played to the
-    round's end is decided by the last cards in the hands, which hang on every seat's play to
-    come: neither told the policy's draws and discards from their alternatives reliably, and
-    the search's choice lost more often than the policy's."""
+    melding steps of each kind and taking back; a Pair partner's draw when he could take a pile
+    the policy leaves (``SMALL_PILE``); everywhere else the playout policy's move alone.
+    A pile the Pair leaves ends with the Solo (he takes every pile he can): with the policy's
+    draws the Solo won nearly every one-round match whoever played it, so no search of the other
+    decisions changed a result. A partner who takes it holds cards that count against him alone;
+    whether that pays hangs on the hands and the table, which the search weighs (better with a
+    larger budget). Elsewhere a playout cut off a few turns on can only weigh the standing then,
+    and one played to the round's end is decided by the last cards in the hands, which hang on
+    every seat's play to come: neither told the policy's draws and discards from their
+    alternatives reliably, and the search's choice lost more often than the policy's."""
     moves = state.legal_moves(seat)
     if state.phase == "bidding":
         return moves
+    if state.phase == "draw" and seat != state.solo:
+        policy = playout_move(state, seat, None)
+        if policy == {"draw": {}} and {"take_pile": {}} in moves:
+            return [policy, {"take_pile": {}}]
+        return [policy]
     if state.phase == "play":
         t = state.t
         if (t.opening and t.halves < OPENING_HALVES) or not any("discard" in m for m in moves):

@@ -150,13 +150,24 @@ def test_late_in_the_round_a_pair_partner_with_two_cards_keeps_the_cheaper():
     assert kept > 10
 
 
-def test_draws_and_discards_are_the_playout_policys_moves():
-    decided = 0
+def test_discards_and_draws_are_the_playout_policys_moves_but_a_pile_a_pair_partner_leaves():
+    decided = weighed = 0
     for state, seat in _playout_positions(range(10)):
         moves = state.legal_moves(seat)
-        if state.phase == "draw" or (
+        policy = playout_move(state, seat, None)
+        candidates = candidate_moves(state, seat, random.Random(1))
+        if (
+            state.phase == "draw"
+            and seat != state.solo
+            and policy == {"draw": {}}
+            and {"take_pile": {}} in moves
+        ):
+            assert candidates == [policy, {"take_pile": {}}]
+            weighed += 1
+        elif state.phase == "draw" or (
             state.phase == "play" and not state.t.opening and any("discard" in m for m in moves)
         ):
-            assert candidate_moves(state, seat, random.Random(1)) == [playout_move(state, seat, None)]
+            assert candidates == [policy]
             decided += 1
     assert decided > 500
+    assert weighed > 20
