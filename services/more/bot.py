@@ -7,7 +7,8 @@ the other hands, the draw pile or the More piles. The events of the round tell i
 cards of a discard pile another seat took are in that seat's hand until it melds or discards
 them, and this turn's melding (what ``take_back`` would return). ``determinize`` keeps what the
 events tell and deals every other unseen card at random to the other hands, the More piles and
-the draw pile; the match seed (the future refills and deals) is sampled too.
+the draw pile; the match seed (the future refills and deals) is sampled too. The sample also
+notes whether the Solo has taken a discard pile this round (``candidate_moves`` asks).
 """
 
 from __future__ import annotations
@@ -111,7 +112,20 @@ def determinize(
         rounds=[dict(r) for r in view["rounds"]],
         winner_seats=[],
     )
+    # for ``candidate_moves``, kept on the sample as the engine keeps its caches (not a field)
+    state.solo_takes_piles = _took_a_pile(history, solo)  # type: ignore[attr-defined]
     return state
+
+
+def _took_a_pile(history: list[JsonDict] | None, seat: int) -> bool:
+    """Whether ``seat`` has taken a discard pile this round, by the events (False without them)."""
+    took = False
+    for event in history or ():
+        if "round_started" in event:
+            took = False
+        elif "pile_taken" in event and event["pile_taken"].get("seat", 0) == seat:
+            took = True
+    return took
 
 
 def _ids(cards: list[JsonDict]) -> list[int]:
@@ -440,24 +454,27 @@ def evaluate(state: State, seat: int) -> float:
 
 
 def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
-    """The moves worth searching, from the seat's hand and the public table only: every bid, and
-    while the 7.5 minimum binds or a taken pile's top card must still be melded, the first
-    melding steps of each kind and taking back; a Pair partner's draw when he could take a pile
-    the policy leaves (``SMALL_PILE``); everywhere else the playout policy's move alone.
-    A pile the Pair leaves ends with the Solo (he takes every pile he can): with the policy's
-    draws the Solo won nearly every one-round match whoever played it, so no search of the other
-    decisions changed a result. A partner who takes it holds cards that count against him alone;
-    whether that pays hangs on the hands and the table, which the search weighs (better with a
-    larger budget). Elsewhere a playout cut off a few turns on can only weigh the standing then,
-    and one played to the round's end is decided by the last cards in the hands, which hang on
-    every seat's play to come: neither told the policy's draws and discards from their
-    alternatives reliably, and the search's choice lost more often than the policy's."""
+    """The moves worth searching, from the seat's hand, the public table and the events only:
+    every bid; while the 7.5 minimum binds or a taken pile's top card must still be melded, the
+    first melding steps of each kind and taking back; a Pair partner's draw when he could take a
+    pile the policy leaves (``SMALL_PILE``) and the Solo has taken a pile this round; everywhere
+    else the playout policy's move alone.
+    A pile the Pair leaves ends with a Solo who takes piles (the playouts' Solo takes every one he
+    can), and with the policy's draws such a Solo won nearly every one-round match, whoever
+    played which seat; a partner who takes it holds cards that count against him alone, so
+    whether it pays hangs on the hands and the table. A Solo who has taken no pile may never take
+    one (the ``policy`` level does not): there the policy's draw stands.
+    Elsewhere a playout cut off a few turns on can only weigh the standing then, and one played
+    to the round's end is decided by the last cards in the hands, which hang on every seat's play
+    to come: neither told the policy's draws and discards from their alternatives reliably, and
+    the search's choice lost more often than the policy's."""
     moves = state.legal_moves(seat)
     if state.phase == "bidding":
         return moves
     if state.phase == "draw" and seat != state.solo:
         policy = playout_move(state, seat, None)
-        if policy == {"draw": {}} and {"take_pile": {}} in moves:
+        leaves = policy == {"draw": {}} and {"take_pile": {}} in moves
+        if leaves and getattr(state, "solo_takes_piles", False):
             return [policy, {"take_pile": {}}]
         return [policy]
     if state.phase == "play":

@@ -150,24 +150,37 @@ def test_late_in_the_round_a_pair_partner_with_two_cards_keeps_the_cheaper():
     assert kept > 10
 
 
-def test_discards_and_draws_are_the_playout_policys_moves_but_a_pile_a_pair_partner_leaves():
-    decided = weighed = 0
+def test_draws_and_discards_are_the_playout_policys_moves_without_the_events():
+    decided = 0
     for state, seat in _playout_positions(range(10)):
         moves = state.legal_moves(seat)
-        policy = playout_move(state, seat, None)
-        candidates = candidate_moves(state, seat, random.Random(1))
-        if (
-            state.phase == "draw"
-            and seat != state.solo
-            and policy == {"draw": {}}
-            and {"take_pile": {}} in moves
-        ):
-            assert candidates == [policy, {"take_pile": {}}]
-            weighed += 1
-        elif state.phase == "draw" or (
+        if state.phase == "draw" or (
             state.phase == "play" and not state.t.opening and any("discard" in m for m in moves)
         ):
-            assert candidates == [policy]
+            assert candidate_moves(state, seat, random.Random(1)) == [playout_move(state, seat, None)]
             decided += 1
     assert decided > 500
-    assert weighed > 20
+
+
+def test_a_pair_partner_weighs_a_pile_the_policy_leaves_once_the_solo_has_taken_one():
+    weighed = left = 0
+    for seed in range(8):
+        for position in positions("more", 3, seed, every=1, limit=400):
+            view, history = position.information()
+            seat = position.seat
+            state = determinize(view, seat, random.Random(seed), history)
+            if state.phase != "draw" or seat == state.solo:
+                continue
+            policy = playout_move(state, seat, None)
+            this_round = history[max(i for i, e in enumerate(history) if "round_started" in e) :]
+            solo_took = any(e.get("pile_taken", {}).get("seat", -1) == state.solo for e in this_round)
+            open_pile = policy == {"draw": {}} and {"take_pile": {}} in state.legal_moves(seat)
+            candidates = candidate_moves(state, seat, random.Random(1))
+            if open_pile and solo_took:
+                assert candidates == [policy, {"take_pile": {}}]
+                weighed += 1
+            else:
+                assert candidates == [policy]
+                left += open_pile
+    assert weighed > 10
+    assert left > 10
