@@ -8,7 +8,7 @@ cards of a discard pile another seat took are in that seat's hand until it melds
 them, and this turn's melding (what ``take_back`` would return). ``determinize`` keeps what the
 events tell and deals every other unseen card at random to the other hands, the More piles and
 the draw pile; the match seed (the future refills and deals) is sampled too. The sample also
-notes whether the Solo has taken a discard pile this round (``candidate_moves`` asks).
+notes whether the Solo has taken a discard pile in the round so far (``candidate_moves`` asks).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def determinize(
 
 
 def _took_a_pile(history: list[JsonDict] | None, seat: int) -> bool:
-    """Whether ``seat`` has taken a discard pile this round, by the events (False without them)."""
+    """Whether ``seat`` has taken a discard pile in the current round, by the events (False without them)."""
     took = False
     for event in history or ():
         if "round_started" in event:
@@ -457,7 +457,7 @@ def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDic
     """The moves worth searching, from the seat's hand, the public table and the events only:
     every bid; while the 7.5 minimum binds or a taken pile's top card must still be melded, the
     first melding steps of each kind and taking back; a Pair partner's draw when he could take a
-    pile the policy leaves (``SMALL_PILE``) and the Solo has taken a pile this round; everywhere
+    pile the policy leaves (``SMALL_PILE``) and the Solo has taken a pile in the round so far; everywhere
     else the playout policy's move alone.
     A pile the Pair leaves ends with a Solo who takes piles (the playouts' Solo takes every one he
     can), and with the policy's draws such a Solo won nearly every one-round match, whoever

@@ -24,7 +24,7 @@ def allowed() -> frozenset[int]:
 def split(cpus: frozenset[int], own: int) -> tuple[frozenset[int], frozenset[int]]:
     """(the replica's, the bot workers') CPUs: the workers take the ``own`` highest-numbered
     ones. Raises ValueError when that leaves the replica none."""
-    if own >= len(cpus):
+    if own and own >= len(cpus):
         listed = ",".join(map(str, sorted(cpus))) or "none known"
         raise ValueError(f"{own} of the CPUs this replica may use ({listed}) would leave it none")
     ordered = sorted(cpus)

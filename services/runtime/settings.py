@@ -79,24 +79,19 @@ def _address(name: str, default: str) -> str:
 
 
 def _bot_worker_priority() -> str:
-    name = "MOGAMES_BOT_WORKER_PRIORITY"
-    value = os.environ.get(name, "").strip() or "idle"
+    value = os.environ.get("MOGAMES_BOT_WORKER_PRIORITY", "").strip() or "idle"
     if value != "idle" and not (value.isdigit() and 0 <= int(value) <= 19):
-        raise SettingsError(f"{name} must be idle or a niceness from 0 to 19, got {value!r}")
+        raise SettingsError(f"MOGAMES_BOT_WORKER_PRIORITY must be idle or a niceness 0-19, got {value!r}")
     return value
 
 
 def _bot_cpus() -> frozenset[int]:
-    """The CPUs the bot workers get to themselves (services/runtime/cpus.py); none: they share
-    the replica's."""
-    name = "MOGAMES_BOT_OWN_CPUS"
-    own = _int(name, 0)
-    if not own:
-        return frozenset()
+    """The CPUs the bot workers get to themselves (services/runtime/cpus.py); none: they share."""
+    own = _int("MOGAMES_BOT_OWN_CPUS", 0)
     try:
         return cpus.split(cpus.allowed(), own)[1]
     except ValueError as error:
-        raise SettingsError(f"{name}={own}: {error}") from None
+        raise SettingsError(f"MOGAMES_BOT_OWN_CPUS={own}: {error}") from None
 
 
 def _optional_address(name: str, default: str) -> str | None:
@@ -139,8 +134,7 @@ def _is_set(name: str) -> bool:
 
 def _metrics_listen() -> str:
     """MOGAMES_METRICS_LISTEN: host:port of the /metrics endpoint, or '' (off) when unset."""
-    name = "MOGAMES_METRICS_LISTEN"
-    return _address(name, "") if os.environ.get(name) else ""
+    return _address("MOGAMES_METRICS_LISTEN", "") if os.environ.get("MOGAMES_METRICS_LISTEN") else ""
 
 
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -218,11 +212,10 @@ class ServiceSettings:
     # Player lifecycle (README, "Seats, timers and bots").
     token_ttl_s: int = 7 * 24 * 3600
     bot_think_ms: int = 300
-    # Worker processes of the searching bots (services/runtime/bot_pool.py), per replica.
+    # The searching bots' worker processes per replica (services/runtime/bot_pool.py), how they
+    # give way to it ("idle": SCHED_IDLE, or a niceness), and CPUs of their own (empty: shared).
     bot_workers: int = 1
-    # How those workers give way to the replica: "idle" (SCHED_IDLE) or a niceness.
     bot_worker_priority: str = "idle"
-    # CPUs the workers run on alone, the replica keeping off them; empty: they share.
     bot_cpus: frozenset[int] = frozenset()
     # How often each replica looks for due timers, bot moves and idle matches, and how long
     # one replica holds a due match before another may take it over.
@@ -241,20 +234,18 @@ class ServiceSettings:
     # Matches one signed-in player may hold seats in while they wait or play (0 = no cap).
     max_matches_per_player: int = 0
     metrics_listen: str = ""
-    # Seconds before a client is asked to reconnect (services.runtime.serving.new_server);
-    # 0, never. A service's clients are gateways, each holding one connection per replica
-    # and following the replicas by itself (gateway.discovery): aging that connection would
-    # cut every stream behind it at the same moment, and they would all reconnect at once.
-    # MOGAMES_MAX_CONNECTION_AGE_S is the gateway's, for its own clients.
+    # Seconds before a client is asked to reconnect (services.runtime.serving.new_server); 0, never.
+    # A service's clients are gateways, each holding one connection per replica and following the
+    # replicas by itself (gateway.discovery): aging that connection would cut every stream behind
+    # it at once, and they would all reconnect at once. MOGAMES_MAX_CONNECTION_AGE_S is the gateway's.
     max_connection_age_s: int = 0
     # GetView / WatchMatch without a token (the public view and events); a match can also
     # refuse them itself (TableOptions.no_spectators).
     spectators: bool = True
-    # A quiet WatchMatch or PlayMatch sends a Heartbeat this often, so proxies keep the
-    # stream (their idle timeouts are a minute or more) and a vanished client is noticed at
-    # the next write (keepalive pings notice it within 40 s anyway). A heartbeat is a
-    # message per stream through the service and the gateway: nearly all a waiting seat's
-    # CPU, so not more often than needed (docs/benchmarks.md, make bench-capacity).
+    # A quiet WatchMatch or PlayMatch sends a Heartbeat this often, so proxies keep the stream
+    # (their idle timeouts are a minute or more) and a vanished client is noticed at the next write
+    # (keepalive pings notice it within 40 s anyway). A heartbeat is a message per stream through the
+    # service and the gateway: nearly all a waiting seat's CPU (docs/benchmarks.md, bench-capacity).
     heartbeat_s: float = 30.0
     # Start-up waits this long for a Redis it cannot reach (one still loading its data is
     # waited for until it is done), then stops with one line.
