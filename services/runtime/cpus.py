@@ -1,8 +1,9 @@
 """CPUs of their own for a replica's bot workers (``MOGAMES_BOT_OWN_CPUS``).
 
-At the lowest priority a searching worker still costs human moves on the same cores: the
-kernel preempts it for every task of the move's path that wakes (gateway, replica, Redis), and
-each such wake-up finds the core's caches full of the search. Where a replica has cores of its
+At the lowest priority a searching worker still costs human moves on the same cores (measured:
+docs/bots.md), most likely because each of the path's wake-ups that lands on the worker's core
+(gateway, replica, Redis) pays for the preemption and finds the caches full of the search, as
+any busy loop there does. Where a replica has cores of its
 own (a container's cpuset, systemd's ``CPUAffinity=``, Kubernetes' static CPU manager), the
 operator may hand the last ``n`` of them to the workers: the replica's threads then keep off
 those, and the workers run only there. The placement is Linux's thread affinity.
@@ -27,8 +28,7 @@ def split(cpus: frozenset[int], own: int) -> tuple[frozenset[int], frozenset[int
     if own and own >= len(cpus):
         listed = ",".join(map(str, sorted(cpus))) or "none known"
         raise ValueError(f"{own} of the CPUs this replica may use ({listed}) would leave it none")
-    ordered = sorted(cpus)
-    bots = frozenset(ordered[len(ordered) - own :]) if own else frozenset()
+    bots = frozenset(sorted(cpus)[len(cpus) - own :])
     return cpus - bots, bots
 
 
