@@ -15,6 +15,7 @@ from pathlib import Path
 import grpc
 from mogames.common.v1 import common_pb2
 
+from bench.baselines import with_descendants
 from bench.load import percentile
 from clients.bot import play_match
 from clients.game_client import GameClient
@@ -39,18 +40,6 @@ async def bot_matches(client: GameClient, count: int, level: str, players: int) 
     table_options = common_pb2.TableOptions(bot_seats=range(players), bot_level=level)
     created = await asyncio.gather(*(client.create(players, table=table_options) for _ in range(count)))
     return [m.match_id for m in created]
-
-
-def _children(pid: int) -> list[int]:
-    """The processes ``pid`` started (Linux ``/proc``)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-        except (OSError, ValueError):
-            continue  # ended meanwhile
-    return found
 
 
 def _command(pid: int) -> str:
@@ -83,8 +72,8 @@ class Processes:
 
     @classmethod
     def of(cls, gateway: int, replica: int) -> Processes:
-        redis = [p for p in _children(os.getpid()) if "redis-server" in _command(p)]
-        workers = [p for p in _children(replica) if "spawn_main" in _command(p)]
+        redis = [p for p in with_descendants([os.getpid()]) if "redis-server" in _command(p)]
+        workers = [p for p in with_descendants([replica]) if "spawn_main" in _command(p)]
         path = {"client": os.getpid(), "gateway": gateway, "replica": replica, "redis": redis[0]}
         return cls(path, workers)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import grpc
 from mogames.common.v1 import common_pb2
 
+from bench.baselines import with_descendants
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
 from tests.test_processes import spawn_service
@@ -81,7 +82,7 @@ async def test_a_replica_keeps_off_the_cpus_it_gives_its_bot_workers(redis_url, 
                 if (await client.match(match.match_id)).version >= 3:
                     break
                 await asyncio.sleep(0.05)
-            workers = _children(replica.pid)
+            workers = _workers(replica.pid)
             assert workers, "the bots have decided, so a worker runs"
             assert _placement(replica.pid) == replica_cpus
             assert all(_placement(worker) == bots for worker in workers)
@@ -90,20 +91,11 @@ async def test_a_replica_keeps_off_the_cpus_it_gives_its_bot_workers(redis_url, 
         replica.wait(10)
 
 
-def _children(pid: int) -> list[int]:
-    """The worker processes ``pid`` started (the pool's resource tracker, also a child, is none)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in command:
-            found.append(int(entry.name))
-    return found
+def _workers(replica: int) -> list[int]:
+    """The pool's worker processes under ``replica`` (not its resource tracker, also a child)."""
+    return [
+        p for p in with_descendants([replica]) if b"spawn_main" in Path(f"/proc/{p}/cmdline").read_bytes()
+    ]
 
 
 def _placement(pid: int) -> set[int]:
