@@ -1,7 +1,7 @@
 """How well the server bots play, what a decision costs, and what they cost human players.
 
     python -m bench.bench_bots [--games mori,happy_mochi] [--matches 200] [--levels medium,hard]
-                               [--jobs 2] [--results FILE] [--report] [--no-latency]
+                               [--all-seats] [--jobs 2] [--results FILE] [--report] [--no-latency]
                                [--latency-game happy_mochi] [--bot-matches 100]
 
 Part 1, the engines in worker processes (``--jobs``, by default the cores the machine's
@@ -9,7 +9,10 @@ load leaves free), no servers: per game, level and opponent level
 (``--opponents``, by default ``random`` and ``policy``), ``--matches`` seeded matches in
 which one seat (rotating) is the searching bot deciding with ``services.bots.decide`` from
 its view and events only, every other seat the opponent level. Two players where the game
-allows it, else its fewest (Mori: 3, against two opponents). It prints the searching seat's
+allows it, else its fewest (Mori: 3, against two opponents). ``--all-seats`` plays every seed
+from every seat instead (``--matches`` seeds, that many matches per seat), so a seat's
+advantage the seed hands out (More's Solo) falls to the searching bot exactly its share of
+the time, and equal strength scores exactly the chance share. It prints the searching seat's
 win rate (a tie counts as a share) with its 95 % Wilson interval, the target (two players:
 90 % against random; more: 2.5 times the chance share; 60 % against policy) with "met" when
 the whole interval is above it, "missed" when below, "open" otherwise, and the mean
@@ -72,12 +75,17 @@ class Pairing:
     decisions_s: list[float] = field(default_factory=list)
 
 
-def play_one(game: str, players: int, level: str, opponent: str, n: int) -> tuple[float, list[float]]:
-    """One seeded match: the searching seat's result (1 win, a share for a tie, 0 loss) and
-    its decisions' CPU seconds. A searching opponent decides from its own seat's information."""
+Match = tuple[str, int, str, str, int, int]
+"""game, players, the searching seat's level, the other seats' level, the seed's number, the searching seat"""
+
+
+def play_one(
+    game: str, players: int, level: str, opponent: str, n: int, hero: int
+) -> tuple[float, list[float]]:
+    """Match ``n`` with ``hero`` the searching seat: its result (1 win, a share for a tie, 0 loss)
+    and its decisions' CPU seconds. A searching opponent decides from its own seat's information."""
     rules = rules_module(game)
     state = rules.State.new(players, 10_000 + n, GAME_OPTIONS.get(game, {}))
-    hero = n % players
     opening = state.opening_events()
     histories = [[e.body for e in opening if e.visible_to(seat)] for seat in range(players)]
     spent: list[float] = []
@@ -104,10 +112,9 @@ def play_one(game: str, players: int, level: str, opponent: str, n: int) -> tupl
     return (1.0 / len(winners) if hero in winners else 0.0), spent
 
 
-def _job(args: tuple[str, int, str, str, int]) -> tuple[tuple[str, int, str, str, int], float, list[float]]:
-    game, players, level, opponent, n = args
-    score, spent = play_one(game, players, level, opponent, n)
-    return (game, players, level, opponent, n), score, spent
+def _job(match: Match) -> tuple[Match, float, list[float]]:
+    score, spent = play_one(*match)
+    return match, score, spent
 
 
 DECIDING_CODE = ("services/bots/decide.py", "services/bots/levels.py", "services/bots/search.py")
@@ -169,7 +176,7 @@ class Results:
     def __init__(self, path: Path | None, games: list[str]) -> None:
         self.path = path
         self.versions = {game: bots_version(game) for game in games}
-        self.held: dict[tuple[str, int, str, str, int], tuple[float, list[float]]] = {}
+        self.held: dict[Match, tuple[float, list[float]]] = {}
         self.other_code = 0  # rows of these games played by other bot code: not counted
         if path is not None and path.exists():
             for line in path.read_text().splitlines(keepends=True):
@@ -177,17 +184,20 @@ class Results:
                     break  # a row another run is still writing
                 row = json.loads(line)
                 if row["version"] == self.versions.get(row["game"]):
-                    key = (row["game"], row["players"], row["level"], row["opponent"], row["n"])
+                    # a row without a seat is the rotation's: match n from seat n mod players
+                    seat = row.get("seat", row["n"] % row["players"])
+                    key = (row["game"], row["players"], row["level"], row["opponent"], row["n"], seat)
                     self.held[key] = (row["score"], row["decisions_s"])
                 elif row["game"] in self.versions:
                     self.other_code += 1
 
-    def add(self, key: tuple[str, int, str, str, int], score: float, spent: list[float]) -> None:
+    def add(self, key: Match, score: float, spent: list[float]) -> None:
         self.held[key] = (score, spent)
         if self.path is not None:
-            game, players, level, opponent, n = key
+            game, players, level, opponent, n, seat = key
             row = {"version": self.versions[game], "game": game, "players": players, "level": level}
-            row |= {"opponent": opponent, "n": n, "score": score, "decisions_s": [round(s, 5) for s in spent]}
+            row |= {"opponent": opponent, "n": n, "seat": seat, "score": score}
+            row |= {"decisions_s": [round(s, 5) for s in spent]}
             with self.path.open("a") as out:
                 out.write(json.dumps(row) + "\n")
 
@@ -202,7 +212,12 @@ def win_rates(args: argparse.Namespace) -> list[Pairing]:
                     pairings[(game, players, level, opponent)] = Pairing(game, players, level, opponent)
     results = Results(args.results, args.games)
     # Match by match across the pairings, so a run stopped early leaves every pairing its share.
-    wanted = [(*key, n) for n in range(args.matches) for key in pairings]
+    wanted = [
+        (*key, n, seat)
+        for n in range(args.matches)
+        for key in pairings
+        for seat in (range(key[1]) if args.all_seats else (n % key[1],))
+    ]
     jobs = [job for job in wanted if job not in results.held]
     print(f"  {len(wanted) - len(jobs)} matches already in {args.results}; {len(jobs)} to play", flush=True)
     if results.other_code:
@@ -215,9 +230,10 @@ def win_rates(args: argparse.Namespace) -> list[Pairing]:
                 results.add(key, score, spent)
                 if done % max(1, len(jobs) // 20) == 0:
                     print(f"  {done}/{len(jobs)} matches, {time.monotonic() - started:.0f} s", flush=True)
-    for (game, players, level, opponent, n), (score, spent) in results.held.items():
+    counted = set(wanted)
+    for (game, players, level, opponent, n, seat), (score, spent) in results.held.items():
         pairing = pairings.get((game, players, level, opponent))
-        if pairing is not None and n < args.matches:
+        if pairing is not None and (game, players, level, opponent, n, seat) in counted:
             pairing.score += score
             pairing.matches += 1
             pairing.decisions_s += spent
@@ -295,6 +311,9 @@ def main() -> None:
         "--opponents", default="random,policy", help="the other seats' levels (medium and hard search too)"
     )
     parser.add_argument("--matches", type=int, default=200, help="matches per game, level and opponent")
+    parser.add_argument(
+        "--all-seats", action="store_true", help="play every match from every seat (--matches per seat)"
+    )
     parser.add_argument(
         "--jobs", type=int, default=0, help="processes playing matches (default: the cores the load leaves)"
     )

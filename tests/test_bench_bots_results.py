@@ -10,34 +10,43 @@ from bench.bench_bots import Results, bots_version, target, verdict
 def test_results_are_kept_for_the_next_run_of_the_same_code(tmp_path):
     path = tmp_path / "results.jsonl"
     first = Results(path, ["mori", "happy_mochi"])
-    first.add(("mori", 3, "hard", "random", 0), 1.0, [0.2, 0.25])
-    first.add(("happy_mochi", 2, "medium", "policy", 4), 0.5, [0.05])
+    first.add(("mori", 3, "hard", "random", 0, 0), 1.0, [0.2, 0.25])
+    first.add(("happy_mochi", 2, "medium", "policy", 4, 1), 0.5, [0.05])
     again = Results(path, ["mori", "happy_mochi"])
     assert again.held == {
-        ("mori", 3, "hard", "random", 0): (1.0, [0.2, 0.25]),
-        ("happy_mochi", 2, "medium", "policy", 4): (0.5, [0.05]),
+        ("mori", 3, "hard", "random", 0, 0): (1.0, [0.2, 0.25]),
+        ("happy_mochi", 2, "medium", "policy", 4, 1): (0.5, [0.05]),
     }
 
 
 def test_results_of_other_bot_code_are_not_counted(tmp_path):
     path = tmp_path / "results.jsonl"
-    Results(path, ["mori"]).add(("mori", 3, "hard", "random", 0), 1.0, [0.2])
+    Results(path, ["mori"]).add(("mori", 3, "hard", "random", 0, 0), 1.0, [0.2])
     row = json.loads(path.read_text())
     assert row["version"] == bots_version("mori") != bots_version("happy_mochi")
     row |= {"n": 1, "version": "older"}
     with path.open("a") as out:
         out.write(json.dumps(row) + "\n")
     again = Results(path, ["mori"])
-    assert set(again.held) == {("mori", 3, "hard", "random", 0)}
+    assert set(again.held) == {("mori", 3, "hard", "random", 0, 0)}
     assert again.other_code == 1
+
+
+def test_a_row_without_a_seat_is_the_rotations_seat(tmp_path):
+    path = tmp_path / "results.jsonl"
+    Results(path, ["mori"]).add(("mori", 3, "hard", "random", 0, 0), 1.0, [0.2])
+    row = json.loads(path.read_text())
+    del row["seat"]
+    path.write_text(json.dumps(row | {"n": 5}) + "\n")
+    assert set(Results(path, ["mori"]).held) == {("mori", 3, "hard", "random", 5, 2)}
 
 
 def test_a_row_another_run_is_still_writing_is_left_for_later(tmp_path):
     path = tmp_path / "results.jsonl"
-    Results(path, ["mori"]).add(("mori", 3, "hard", "random", 0), 1.0, [0.2])
+    Results(path, ["mori"]).add(("mori", 3, "hard", "random", 0, 0), 1.0, [0.2])
     whole = path.read_text()
     path.write_text(whole + whole[: len(whole) // 2])
-    assert set(Results(path, ["mori"]).held) == {("mori", 3, "hard", "random", 0)}
+    assert set(Results(path, ["mori"]).held) == {("mori", 3, "hard", "random", 0, 0)}
 
 
 def test_the_targets_bind_the_hard_level():
