@@ -6,7 +6,8 @@
 
 Part 1, the engines in worker processes (``--jobs``, by default the cores the machine's
 load leaves free), no servers: per game, level and opponent level
-(``--opponents``, by default ``random`` and ``policy``), ``--matches`` seeded matches in
+(``--opponents``, by default ``random`` and ``policy``; ``playout`` is the adapter's playout
+policy without a search, what the search adds to it), ``--matches`` seeded matches in
 which one seat (rotating) is the searching bot deciding with ``services.bots.decide`` from
 its view and events only, every other seat the opponent level. Two players where the game
 allows it, else its fewest (Mori: 3, against two opponents). ``--all-seats`` plays every seed
@@ -43,6 +44,7 @@ import json
 import math
 import multiprocessing
 import os
+import random
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,11 +58,13 @@ from services.bots.adapters import adapter, games_with_adapters
 from services.bots.decide import decide
 from services.bots.levels import SEARCH_LEVELS
 from services.catalog import rules_module
+from services.engine import JsonDict
 from services.runtime.bots import bot_move, timeout_move
 
 # Options that keep a match short enough to play hundreds of (More's goal is far otherwise).
 GAME_OPTIONS: dict[str, dict[str, Any]] = {"more": {"max_rounds": 1}}
 MAX_STEPS = 20_000
+PLAYOUT = "playout"  # an opponent playing the adapter's playout policy, no search
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -100,6 +104,8 @@ def play_one(
             move = decide(game, view, seat, level_of_seat, seed=n * 100_003 + step, history=histories[seat])
         elif level_of_seat == "policy":
             move = timeout_move(state, seat)
+        elif level_of_seat == PLAYOUT:
+            move = playout_policy_move(game, state.view(seat), seat, n * 100_003 + step, histories[seat])
         else:
             move = bot_move(state, seat, level_of_seat, n, step)
         if seat == hero:
@@ -108,8 +114,21 @@ def play_one(
             for other in range(players):
                 if event.visible_to(other):
                     histories[other].append(event.body)
+    if not state.is_over():
+        raise RuntimeError(f"{game} match {n} did not end in {MAX_STEPS} moves")
     winners = state.winners()
     return (1.0 / len(winners) if hero in winners else 0.0), spent
+
+
+def playout_policy_move(game: str, view: JsonDict, seat: int, seed: int, history: list[JsonDict]) -> JsonDict:
+    """The move the adapter's playout policy makes from one sample of the seat's information:
+    the searching levels without their search (a baseline, not a level players are offered)."""
+    module = adapter(game)
+    if module is None:
+        raise LookupError(f"{game} has no bot adapter, so no playout policy")
+    sample = module.determinize(view, seat, random.Random(seed), history=history)
+    move: JsonDict = module.playout_move(sample, seat, random.Random(seed))
+    return move
 
 
 def _job(match: Match) -> tuple[Match, float, list[float]]:
@@ -308,7 +327,9 @@ def main() -> None:
     parser.add_argument("--games", default="all", help="games with a bot adapter: all or a,b")
     parser.add_argument("--levels", default="medium,hard", help="the searching seat's levels")
     parser.add_argument(
-        "--opponents", default="random,policy", help="the other seats' levels (medium and hard search too)"
+        "--opponents",
+        default="random,policy",
+        help="the other seats' levels (medium and hard search too; playout: the adapter's playout policy)",
     )
     parser.add_argument("--matches", type=int, default=200, help="matches per game, level and opponent")
     parser.add_argument(

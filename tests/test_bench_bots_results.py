@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from bench.bench_bots import Results, bots_version, target, verdict
+from bench.bench_bots import PLAYOUT, Results, bots_version, play_one, target, verdict
+from services.bots.adapters import games_with_adapters
+from services.catalog import rules_module
 
 
 def test_results_are_kept_for_the_next_run_of_the_same_code(tmp_path):
@@ -61,3 +63,13 @@ def test_a_target_is_met_or_missed_only_by_the_whole_interval():
     assert verdict(0.91, 0.99, 0.9) == "met"
     assert verdict(0.40, 0.58, 0.6) == "missed"
     assert verdict(0.51, 1.0, 0.9) == "open"
+
+
+def test_the_playout_baseline_plays_whole_matches_from_the_seats_information():
+    """Every seat on the adapter's playout policy, each move from its own view and events: the
+    engine refuses an illegal move, so a match played to its end had none."""
+    for game in games_with_adapters():
+        players = max(2, rules_module(game).GAME.min_players)
+        score, spent = play_one(game, players, PLAYOUT, PLAYOUT, 3, 1)
+        assert 0.0 <= score <= 1.0
+        assert spent, game
