@@ -17,9 +17,8 @@ from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
 from gateway.server import build as build_gateway
 from services.runtime.settings import GatewaySettings
-from tests.conftest import TOKEN_SECRET
 from tests.helpers import refusal, retry_delay_s
-from tests.test_processes import spawn
+from tests.test_processes import spawn_service
 
 GAME = "happy_mochi"
 # The lobby's deadline for its calls to a replica (10 s in service), short for the test.
@@ -31,15 +30,7 @@ async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_w
 ):
     monkeypatch.setattr(gateway.matchmaker, "RPC_TIMEOUT_S", RPC_TIMEOUT_S)
     port = free_port()
-    service = spawn(
-        ["-m", "services", GAME],
-        {
-            "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-            "MOGAMES_REDIS_URL": redis_url,
-            "MOGAMES_LISTEN": f"127.0.0.1:{port}",
-        },
-        tmp_path / "service.log",
-    )
+    service = spawn_service(GAME, f"127.0.0.1:{port}", redis_url, tmp_path / "service.log")
     server, _checker, pools, gateway_port = await build_gateway(
         GatewaySettings(
             listen="127.0.0.1:0",

@@ -179,16 +179,13 @@ def test_gateway_refuses_a_bad_backend_list():
 
 async def test_processes_serve_health_reflection_logs_and_stop_gracefully(redis_url, tmp_path):
     service_port, gateway_port = free_port(), free_port()
-    common = {
-        "MOGAMES_TOKEN_SECRET": TOKEN_SECRET.decode(),
-        "MOGAMES_REDIS_URL": redis_url,
-        "MOGAMES_ALLOW_CLIENT_SEED": "true",
-    }
-    service = spawn(
-        ["-m", "services", "happy_mochi"],
-        # Per-move lines are at debug.
-        {**common, "MOGAMES_LISTEN": f"127.0.0.1:{service_port}", "MOGAMES_LOG_LEVEL": "debug"},
+    service = spawn_service(
+        "happy_mochi",
+        f"127.0.0.1:{service_port}",
+        redis_url,
         tmp_path / "service.log",
+        # Per-move lines are at debug.
+        {"MOGAMES_ALLOW_CLIENT_SEED": "true", "MOGAMES_LOG_LEVEL": "debug"},
     )
     gateway = spawn(
         ["-m", "gateway"],
