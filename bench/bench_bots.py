@@ -99,13 +99,13 @@ def play_one(
         seat = state.active_seats()[0]
         level_of_seat = level if seat == hero else opponent
         started = time.process_time()
+        seed = n * 100_003 + step
         if level_of_seat in SEARCH_LEVELS:
-            view = state.view(seat)
-            move = decide(game, view, seat, level_of_seat, seed=n * 100_003 + step, history=histories[seat])
+            move = decide(game, state.view(seat), seat, level_of_seat, seed=seed, history=histories[seat])
         elif level_of_seat == "policy":
             move = timeout_move(state, seat)
         elif level_of_seat == PLAYOUT:
-            move = playout_policy_move(game, state.view(seat), seat, n * 100_003 + step, histories[seat])
+            move = playout_policy_move(game, state.view(seat), seat, seed, histories[seat])
         else:
             move = bot_move(state, seat, level_of_seat, n, step)
         if seat == hero:
@@ -249,10 +249,10 @@ def win_rates(args: argparse.Namespace) -> list[Pairing]:
                 results.add(key, score, spent)
                 if done % max(1, len(jobs) // 20) == 0:
                     print(f"  {done}/{len(jobs)} matches, {time.monotonic() - started:.0f} s", flush=True)
-    counted = set(wanted)
-    for (game, players, level, opponent, n, seat), (score, spent) in results.held.items():
-        pairing = pairings.get((game, players, level, opponent))
-        if pairing is not None and (game, players, level, opponent, n, seat) in counted:
+    for match in wanted:
+        if match in results.held:
+            score, spent = results.held[match]
+            pairing = pairings[match[:4]]
             pairing.score += score
             pairing.matches += 1
             pairing.decisions_s += spent
