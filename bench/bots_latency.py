@@ -73,9 +73,13 @@ class Processes:
     @classmethod
     def of(cls, gateway: int, replica: int) -> Processes:
         redis = [p for p in with_descendants([os.getpid()]) if "redis-server" in _command(p)]
-        workers = [p for p in with_descendants([replica]) if "spawn_main" in _command(p)]
         path = {"client": os.getpid(), "gateway": gateway, "replica": replica, "redis": redis[0]}
-        return cls(path, workers)
+        return cls(path, []).with_workers()
+
+    def with_workers(self) -> Processes:
+        """The same processes, with the replica's bot workers as they are now."""
+        replica = self.path["replica"]
+        return Processes(self.path, [p for p in with_descendants([replica]) if "spawn_main" in _command(p)])
 
     def sample(self) -> dict[str, tuple[float, float]]:
         seconds = {role: scheduled_seconds(pid) for role, pid in self.path.items()}
@@ -105,18 +109,19 @@ async def measured(client: GameClient, duration_s: float, seed: int, processes: 
 
 
 async def latency_figures(
-    target: str, args: argparse.Namespace, gateway: int, replica: int, placement: str
+    target: str, args: argparse.Namespace, processes: Processes, placement: str
 ) -> list[list[str]]:
     game = args.latency_game
     players = max(2, rules_module(game).GAME.min_players)
     async with grpc.aio.insecure_channel(target) as channel:
         client = GameClient(channel, game)
         await human_latencies(client, 2.0, seed=0)  # warm up
-        idle = await measured(client, args.latency_duration, 1, Processes.of(gateway, replica))
+        idle = await measured(client, args.latency_duration, 1, processes)
         ids = await bot_matches(client, args.bot_matches, args.bot_level, players)
         await asyncio.sleep(3.0)  # the bots' worker is busy by now
         before, started = sum([(await client.match(m)).version for m in ids]), time.monotonic()
-        loaded = await measured(client, args.latency_duration, 2, Processes.of(gateway, replica))
+        # the pool starts its workers at the first searching decision: look for them again
+        loaded = await measured(client, args.latency_duration, 2, processes.with_workers())
         bot_moves = sum([(await client.match(m)).version for m in ids]) - before
         bot_moves_per_s = bot_moves / (time.monotonic() - started)
     rows = []
@@ -168,6 +173,6 @@ def human_phases(args: argparse.Namespace, placement: str, own_cpus: int) -> lis
             for pid in (gateway, processes.path["redis"], os.getpid()):
                 cpus.keep_process_on(rest, pid)
         try:
-            return asyncio.run(latency_figures(system.gateway, args, gateway, replica, placement))
+            return asyncio.run(latency_figures(system.gateway, args, processes, placement))
         finally:
             cpus.keep_process_on(everywhere)
