@@ -4,6 +4,11 @@ Every playout samples a fresh determinization of what the seat knows, picks a ro
 UCB1 over the seat's legal moves, plays the adapter's heuristic playout policy for every
 seat from there, and scores the end (the match's result, or the adapter's ``evaluate``
 where the playout is cut off). The move played most often wins.
+
+An adapter with ``SAME_SAMPLES`` true has every candidate played out on each sample instead,
+with the same playout randomness: where the deal decides far more of the result than any one
+move does, comparing the moves on the same samples is what tells them apart within a budget.
+The move with the best total wins.
 """
 
 from __future__ import annotations
@@ -72,6 +77,8 @@ def search(
         raise ValueError(f"seat {seat} has no move to make in this view")
     if len(moves) == 1:
         return moves[0]
+    if getattr(adapter, "SAME_SAMPLES", False):
+        return _on_same_samples(adapter, view, seat, budget, rng, history, moves, started)
     visits = [0] * len(moves)
     totals = [0.0] * len(moves)
     state = first
@@ -95,6 +102,41 @@ def search(
         totals[choice] += reward
     best = max(range(len(moves)), key=lambda i: (visits[i], totals[i]))
     return moves[best]
+
+
+def _on_same_samples(
+    adapter: ModuleType,
+    view: JsonDict,
+    seat: int,
+    budget: Budget,
+    rng: random.Random,
+    history: list[JsonDict] | None,
+    moves: list[JsonDict],
+    started: float,
+) -> JsonDict:
+    """Every move played out on each sample, with the same playout randomness; the best total wins
+    (ties to the earlier move)."""
+    visits = [0] * len(moves)
+    totals = [0.0] * len(moves)
+    done = 0
+    while done + len(moves) <= max(budget.playouts, len(moves)):
+        if budget.cpu_s is not None and done and time.process_time() - started >= budget.cpu_s:
+            break
+        if done >= SETTLED_AFTER and settled(visits, totals, done):
+            break
+        sample_seed, playout_seed = rng.getrandbits(64), rng.getrandbits(64)
+        for i, move in enumerate(moves):
+            state = adapter.determinize(view, seat, random.Random(sample_seed), history=history)
+            try:
+                state.apply(seat, move)
+            except MoveError:
+                reward = 0.0
+            else:
+                reward = playout(adapter, state, seat, random.Random(playout_seed))
+            visits[i] += 1
+            totals[i] += reward
+        done += len(moves)
+    return moves[max(range(len(moves)), key=lambda i: (totals[i], -i))]
 
 
 def settled(visits: list[int], totals: list[float], done: int) -> bool:

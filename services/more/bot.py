@@ -1,14 +1,13 @@
 """What a More search bot needs from the game: a full state made from one seat's view
 (``determinize``), a cheap sensible move for playouts (``playout_move``) and the moves worth
-searching (``candidate_moves``).
+searching (``candidate_moves``), which the search compares on the same samples (``SAME_SAMPLES``).
 
 A seat sees the melds, the discard pile, every hand's size and its own hand; it does not see
 the other hands, the draw pile or the More piles. The events of the round tell it more: the
 cards of a discard pile another seat took are in that seat's hand until it melds or discards
 them, and this turn's melding (what ``take_back`` would return). ``determinize`` keeps what the
 events tell and deals every other unseen card at random to the other hands, the More piles and
-the draw pile; the match seed (the future refills and deals) is sampled too. The sample also
-notes whether the Solo has taken a discard pile in the round so far (``candidate_moves`` asks).
+the draw pile; the match seed (the future refills and deals) is sampled too.
 """
 
 from __future__ import annotations
@@ -112,20 +111,7 @@ def determinize(
         rounds=[dict(r) for r in view["rounds"]],
         winner_seats=[],
     )
-    # for ``candidate_moves``, kept on the sample as the engine keeps its caches (not a field)
-    state.solo_takes_piles = _took_a_pile(history, solo)  # type: ignore[attr-defined]
     return state
-
-
-def _took_a_pile(history: list[JsonDict] | None, seat: int) -> bool:
-    """Whether ``seat`` has taken a discard pile in the current round, by the events (False without them)."""
-    took = False
-    for event in history or ():
-        if "round_started" in event:
-            took = False
-        elif "pile_taken" in event and event["pile_taken"].get("seat", 0) == seat:
-            took = True
-    return took
 
 
 def _ids(cards: list[JsonDict]) -> list[int]:
@@ -260,11 +246,11 @@ def _undo(
 
 # ---------------------------------------------------------------- playouts
 
-# The largest discard pile a Pair partner takes: more fills his hand with cards that count against
-# him, while his partner shares the melds (the Solo, alone against two, takes every pile he can).
-# With fewer than LATE_PILE cards left to draw he takes only a pile of one card: the others would
-# stay in his hand when the round ends.
-SMALL_PILE = 6
+# With fewer than LATE_PILE cards left to draw a Pair partner takes only a pile of one card: the
+# others would stay in his hand, against him alone, when the round ends. Before that he takes
+# every pile he can, as the Solo always does: a pile the Pair leaves goes to the Solo, whose melds
+# count half as much again, and with Pair partners who took only small piles the Solo won
+# nearly every one-round match.
 LATE_PILE = 25
 # Below this many cards left to draw (the draw pile and the More piles that will refill it),
 # discards give up the dearest cards rather than the cheapest, and the Solo melds his pankals.
@@ -275,11 +261,14 @@ PANKAL_MELD_SIZE = 5  # a meld this long takes a pankal at any time (a biriba is
 PLAYOUT_STEPS = 45
 EVALUATE_SCALE = 150.0  # points of lead that make a win about three times likelier than a loss
 MELDS_WEIGHED = 6  # melding steps of each kind the search weighs while the turn must meld
+DISCARDS_WEIGHED = 4  # the discards the search weighs: the policy's first ones, one per kind of card
+# A move's worth is small beside the deal's: the search compares its candidates on the same samples.
+SAME_SAMPLES = True
 
 
 def playout_move(state: State, seat: int, rng: random.Random | None) -> JsonDict:
     """A cheap sensible move: bid nothing; take the discard pile when its top card can be melded
-    (a Pair partner only a small one, a single card once ``LATE_PILE`` cards are left to draw),
+    (a Pair partner only a single card once fewer than ``LATE_PILE`` cards are left to draw),
     else draw; meld what the hand allows, one step at a time in ``_meld_rank``'s order (the Solo
     keeps his pankals back while the round is young); then discard as ``_discard_key`` ranks the
     hand (equal cards told apart by ``rng``, or by card id without it)."""
@@ -347,7 +336,7 @@ def _pankals_now(state: State, seat: int) -> bool:
 def _wants_pile(state: State, seat: int) -> bool:
     if seat == state.solo:
         return True
-    return len(state.discard) <= (SMALL_PILE if _to_draw(state) >= LATE_PILE else 1)
+    return _to_draw(state) >= LATE_PILE or len(state.discard) <= 1
 
 
 def _meld_rank(state: State, move: JsonDict, late: bool) -> int:
@@ -455,33 +444,42 @@ def evaluate(state: State, seat: int) -> float:
 
 def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
     """The moves worth searching, from the seat's hand, the public table and the events only:
-    every bid; while the 7.5 minimum binds or a taken pile's top card must still be melded, the
-    first melding steps of each kind and taking back; a Pair partner's draw when he could take a
-    pile the policy leaves (``SMALL_PILE``) and the Solo has taken a pile in the round so far; everywhere
-    else the playout policy's move alone.
-    A pile the Pair leaves ends with a Solo who takes piles (the playouts' Solo takes every one he
-    can), and with the policy's draws such a Solo won nearly every one-round match, whoever
-    played which seat; a partner who takes it holds cards that count against him alone, so
-    whether it pays hangs on the hands and the table. A Solo who has taken no pile may never take
-    one (the ``policy`` level does not): there the policy's draw stands.
-    Elsewhere a playout cut off a few turns on can only weigh the standing then, and one played
-    to the round's end is decided by the last cards in the hands, which hang on every seat's play
-    to come: neither told the policy's draws and discards from their alternatives reliably, and
-    the search's choice lost more often than the policy's."""
+    every bid; drawing and taking the discard pile, when both are allowed; while the 7.5 minimum
+    binds or a taken pile's top card must still be melded, the first melding steps of each kind
+    and taking back; in place of the policy's discard, the ``DISCARDS_WEIGHED`` cards its order
+    puts first (one of each kind of card, the policy's own first); everywhere else (a melding
+    step the policy makes) that step alone.
+    Which pile to take and which card to give the next seat are the turns that decide who melds
+    the most; melding what the hand allows as soon as it can, as the policy does, seldom loses
+    anything, and searching those steps spends the budget on moves that all lead to one place."""
     moves = state.legal_moves(seat)
     if state.phase == "bidding":
         return moves
-    if state.phase == "draw" and seat != state.solo:
-        policy = playout_move(state, seat, None)
-        leaves = policy == {"draw": {}} and {"take_pile": {}} in moves
-        if leaves and getattr(state, "solo_takes_piles", False):
-            return [policy, {"take_pile": {}}]
-        return [policy]
+    if state.phase == "draw":
+        return [{"draw": {}}, {"take_pile": {}}] if {"take_pile": {}} in moves else [{"draw": {}}]
     if state.phase == "play":
         t = state.t
         if (t.opening and t.halves < OPENING_HALVES) or not any("discard" in m for m in moves):
             return _first_steps(moves)
-    return [playout_move(state, seat, None)]
+    policy = playout_move(state, seat, None)
+    if "discard" not in policy or len(state.hands[seat]) == 1:
+        return [policy]
+    return _first_discards(state, seat)
+
+
+def _first_discards(state: State, seat: int) -> list[JsonDict]:
+    """The ``DISCARDS_WEIGHED`` first cards of the policy's discard order, one copy of each card
+    (the two copies of a card are the same card for the rules)."""
+    key = _discard_key(state, seat, None)
+    kinds: set[tuple[int, int]] = set()
+    wanted: list[JsonDict] = []
+    for card in sorted((c for c in state.hands[seat] if c != state.t.top), key=key):
+        if IDENTITY[card] not in kinds:
+            kinds.add(IDENTITY[card])
+            wanted.append({"discard": {"card": card}})
+            if len(wanted) == DISCARDS_WEIGHED:
+                break
+    return wanted
 
 
 def _first_steps(moves: list[JsonDict]) -> list[JsonDict]:

@@ -1,8 +1,12 @@
-"""When the search stops before its budget: a settled decision."""
+"""When the search stops before its budget (a settled decision), and how comparing the moves on
+the same samples finds what fresh samples miss."""
 
 from __future__ import annotations
 
-from services.bots.search import SETTLED_AFTER, settled
+from types import ModuleType
+
+from services.bots.levels import Budget
+from services.bots.search import SETTLED_AFTER, search, settled
 
 
 def test_a_move_taking_most_playouts_settles_the_decision():
@@ -25,3 +29,63 @@ def test_an_open_position_keeps_searching():
     assert not settled([40, 35, 25], [37.0, 30.0, 20.0], 100)
     # One move still wins now and then: the position is not lost.
     assert not settled([34, 33, 33], [0.5, 0.0, 2.0], 100)
+
+
+class _CoinState:
+    """One move, then over: the seat wins when the sampled deal plus its move's edge beats 1/2."""
+
+    def __init__(self, deal: float) -> None:
+        self.deal = deal
+        self.move: dict | None = None
+
+    def legal_moves(self, seat: int) -> list[dict]:
+        return [{"edge": edge} for edge in EDGES]
+
+    def apply(self, seat: int, move: dict) -> list:
+        self.move = move
+        return []
+
+    def is_over(self) -> bool:
+        return self.move is not None
+
+    def active_seats(self) -> list[int]:
+        return [] if self.is_over() else [0]
+
+    def winners(self) -> list[int]:
+        assert self.move is not None
+        return [0] if self.deal + self.move["edge"] > 0.5 else [1]
+
+
+EDGES = (0.0, 0.2, 0.1)  # the middle move is best, by little beside the deal's spread
+
+
+def _coin_adapter(same_samples: bool, calls: list[float]) -> ModuleType:
+    module = ModuleType("coin")
+
+    def determinize(view, seat, rng, history=None):
+        state = _CoinState(rng.random())
+        calls.append(state.deal)
+        return state
+
+    module.determinize = determinize  # type: ignore[attr-defined]
+    module.playout_move = lambda state, seat, rng: state.legal_moves(seat)[0]  # type: ignore[attr-defined]
+    module.SAME_SAMPLES = same_samples  # type: ignore[attr-defined]
+    return module
+
+
+def test_on_the_same_samples_a_small_edge_is_found_within_a_small_budget():
+    budget = Budget(playouts=150, cpu_s=None)
+    for seed in range(20):
+        deals: list[float] = []
+        move = search(_coin_adapter(True, deals), {}, 0, budget, seed)
+        assert move == {"edge": 0.2}
+        # every move was played on each sample: the samples come in threes of one deal
+        played = deals[1:]
+        assert len(played) == budget.playouts
+        assert all(played[i] == played[i + 1] == played[i + 2] for i in range(0, len(played), 3))
+
+
+def test_on_fresh_samples_the_same_budget_misses_that_edge():
+    budget = Budget(playouts=150, cpu_s=None)
+    chosen = [search(_coin_adapter(False, []), {}, 0, budget, seed) for seed in range(20)]
+    assert any(move != {"edge": 0.2} for move in chosen)

@@ -1,6 +1,6 @@
 """The More bot adapter: its samples agree with what the seat knows and hold every card once;
 a discard pile another seat took stays in its hand; this turn's melding can be taken back as it
-would be at the table; the candidates are legal."""
+would be at the table; the candidates are legal; a Pair partner takes piles."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from services.more.bot import LATE, candidate_moves, determinize, playout_move
-from services.more.cards import DECK_SIZE, points
+from services.more.bot import DISCARDS_WEIGHED, LATE, LATE_PILE, candidate_moves, determinize, playout_move
+from services.more.cards import DECK_SIZE, identity, points
 from services.more.rules import State
 from tests.bots.positions import positions
 
@@ -150,37 +150,41 @@ def test_late_in_the_round_a_pair_partner_with_two_cards_keeps_the_cheaper():
     assert kept > 10
 
 
-def test_draws_and_discards_are_the_playout_policys_moves_without_the_events():
-    decided = 0
+def test_the_search_weighs_the_draw_against_the_pile_and_the_policys_first_discards():
+    drawn = discarded = 0
     for state, seat in _playout_positions(range(10)):
         moves = state.legal_moves(seat)
-        if state.phase == "draw" or (
-            state.phase == "play" and not state.t.opening and any("discard" in m for m in moves)
-        ):
-            assert candidate_moves(state, seat, random.Random(1)) == [playout_move(state, seat, None)]
-            decided += 1
-    assert decided > 500
+        candidates = candidate_moves(state, seat, random.Random(1))
+        policy = playout_move(state, seat, None)
+        if state.phase == "draw" and {"take_pile": {}} in moves:
+            assert candidates == [{"draw": {}}, {"take_pile": {}}]
+            drawn += 1
+        elif "discard" in policy and not state.t.opening and len(state.hands[seat]) > 1:
+            assert candidates[0] == policy
+            cards = [move["discard"]["card"] for move in candidates]
+            kinds = {identity(card) for card in state.hands[seat] if card != state.t.top}
+            assert len(cards) == min(DISCARDS_WEIGHED, len(kinds))
+            assert len({identity(card) for card in cards}) == len(cards)
+            discarded += 1
+        elif state.phase == "play" and not state.t.opening and any("discard" in m for m in moves):
+            assert candidates == [policy]  # a melding step the policy makes, or the last card
+    assert drawn > 50
+    assert discarded > 300
 
 
-def test_a_pair_partner_weighs_a_pile_the_policy_leaves_once_the_solo_has_taken_one():
-    weighed = left = 0
-    for seed in range(8):
-        for position in positions("more", 3, seed, every=1, limit=400):
-            view, history = position.information()
-            seat = position.seat
-            state = determinize(view, seat, random.Random(seed), history)
-            if state.phase != "draw" or seat == state.solo:
-                continue
-            policy = playout_move(state, seat, None)
-            this_round = history[max(i for i, e in enumerate(history) if "round_started" in e) :]
-            solo_took = any(e.get("pile_taken", {}).get("seat", -1) == state.solo for e in this_round)
-            open_pile = policy == {"draw": {}} and {"take_pile": {}} in state.legal_moves(seat)
-            candidates = candidate_moves(state, seat, random.Random(1))
-            if open_pile and solo_took:
-                assert candidates == [policy, {"take_pile": {}}]
-                weighed += 1
-            else:
-                assert candidates == [policy]
-                left += open_pile
-    assert weighed > 10
-    assert left > 10
+def test_a_pair_partner_takes_every_pile_he_can_until_late_in_the_round():
+    taken = left = 0
+    for state, seat in _playout_positions(range(20)):
+        if state.phase != "draw" or seat == state.solo or {"take_pile": {}} not in state.legal_moves(seat):
+            continue
+        waiting = [pile for side, pile in state.more.items() if state.more_state[side] == "waiting"]
+        early = len(state.draw) + sum(map(len, waiting)) >= LATE_PILE
+        move = playout_move(state, seat, random.Random(0))
+        if early or len(state.discard) == 1:
+            assert move == {"take_pile": {}}
+            taken += early and len(state.discard) > 6
+        else:
+            assert move == {"draw": {}}
+            left += 1
+    assert taken > 20
+    assert left > 5
