@@ -7,7 +7,8 @@ the other hands, the draw pile or the More piles. The events of the round tell i
 cards of a discard pile another seat took are in that seat's hand until it melds or discards
 them, and this turn's melding (what ``take_back`` would return). ``determinize`` keeps what the
 events tell and deals every other unseen card at random to the other hands, the More piles and
-the draw pile; the match seed (the future refills and deals) is sampled too.
+the draw pile; the match seed (the future refills and deals) is sampled too. The sample also
+notes whether the Solo has taken a discard pile in the round so far (the playouts ask).
 """
 
 from __future__ import annotations
@@ -111,7 +112,20 @@ def determinize(
         rounds=[dict(r) for r in view["rounds"]],
         winner_seats=[],
     )
+    # for ``_wants_pile``, kept on the sample as the engine keeps its caches (not a field)
+    state.solo_takes_piles = _took_a_pile(history, solo)  # type: ignore[attr-defined]
     return state
+
+
+def _took_a_pile(history: list[JsonDict] | None, seat: int) -> bool:
+    """Whether ``seat`` has taken a discard pile in the current round, by the events (False without them)."""
+    took = False
+    for event in history or ():
+        if "round_started" in event:
+            took = False
+        elif "pile_taken" in event and event["pile_taken"].get("seat", 0) == seat:
+            took = True
+    return took
 
 
 def _ids(cards: list[JsonDict]) -> list[int]:
@@ -246,11 +260,15 @@ def _undo(
 
 # ---------------------------------------------------------------- playouts
 
-# With fewer than LATE_PILE cards left to draw a Pair partner takes only a pile of one card: the
-# others would stay in his hand, against him alone, when the round ends. Before that he takes
-# every pile he can, as the Solo always does: a pile the Pair leaves goes to the Solo, whose melds
-# count half as much again, and with Pair partners who took only small piles the Solo won
-# nearly every one-round match.
+# A Pair partner takes a pile of up to SMALL_PILE cards whenever he can. A larger one fills his
+# hand with cards that count against him alone, while the partner he must outscore shares the
+# melds, so he takes it only against a Solo who takes piles (one has in the round so far) and is
+# not far behind: the Solo's melds, half as much again, within PILE_MARGIN points of the Pair's.
+# A pile the Pair leaves such a Solo is his: with partners who took only small piles the Solo
+# won nearly every one-round match. With fewer than LATE_PILE cards left to draw a partner takes
+# only a pile of one card (the others would stay in his hand when the round ends).
+SMALL_PILE = 6
+PILE_MARGIN = 150
 LATE_PILE = 25
 # Below this many cards left to draw (the draw pile and the More piles that will refill it),
 # discards give up the dearest cards rather than the cheapest, and the Solo melds his pankals.
@@ -268,7 +286,7 @@ SAME_SAMPLES = True
 
 def playout_move(state: State, seat: int, rng: random.Random | None) -> JsonDict:
     """A cheap sensible move: bid nothing; take the discard pile when its top card can be melded
-    (a Pair partner only a single card once fewer than ``LATE_PILE`` cards are left to draw),
+    (a Pair partner as ``_wants_pile`` says),
     else draw; meld what the hand allows, one step at a time in ``_meld_rank``'s order (the Solo
     keeps his pankals back while the round is young); then discard as ``_discard_key`` ranks the
     hand (equal cards told apart by ``rng``, or by card id without it)."""
@@ -336,7 +354,16 @@ def _pankals_now(state: State, seat: int) -> bool:
 def _wants_pile(state: State, seat: int) -> bool:
     if seat == state.solo:
         return True
-    return _to_draw(state) >= LATE_PILE or len(state.discard) <= 1
+    if _to_draw(state) < LATE_PILE:
+        return len(state.discard) <= 1
+    if len(state.discard) <= SMALL_PILE:
+        return True
+    if not getattr(state, "solo_takes_piles", False):
+        return False
+    melded = {"solo": 0, "pair": 0}
+    for meld in state.melds:
+        melded[meld["side"]] += sum(POINTS[card] for card in meld["cards"])
+    return 3 * melded["solo"] + 2 * PILE_MARGIN >= 2 * melded["pair"]
 
 
 def _meld_rank(state: State, move: JsonDict, late: bool) -> int:

@@ -1,6 +1,6 @@
 """The More bot adapter: its samples agree with what the seat knows and hold every card once;
 a discard pile another seat took stays in its hand; this turn's melding can be taken back as it
-would be at the table; the candidates are legal; a Pair partner takes piles."""
+would be at the table; the candidates are legal; when a Pair partner takes a pile."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ import random
 
 import pytest
 
-from services.more.bot import DISCARDS_WEIGHED, LATE, LATE_PILE, candidate_moves, determinize, playout_move
+from services.more.bot import (
+    DISCARDS_WEIGHED,
+    LATE,
+    LATE_PILE,
+    PILE_MARGIN,
+    SMALL_PILE,
+    candidate_moves,
+    determinize,
+    playout_move,
+)
 from services.more.cards import DECK_SIZE, identity, points
 from services.more.rules import State
 from tests.bots.positions import positions
@@ -172,19 +181,50 @@ def test_the_search_weighs_the_draw_against_the_pile_and_the_policys_first_disca
     assert discarded > 300
 
 
-def test_a_pair_partner_takes_every_pile_he_can_until_late_in_the_round():
-    taken = left = 0
-    for state, seat in _playout_positions(range(20)):
+def _melded(state: State, side: str) -> int:
+    return sum(points(card) for meld in state.melds if meld["side"] == side for card in meld["cards"])
+
+
+def test_a_pair_partner_takes_a_large_pile_only_against_a_solo_who_takes_piles_and_is_not_far_behind():
+    seen = {"small": 0, "solo took none": 0, "solo close": 0, "pair far ahead": 0, "late": 0}
+    for state, seat in _playout_positions(range(30)):
         if state.phase != "draw" or seat == state.solo or {"take_pile": {}} not in state.legal_moves(seat):
             continue
         waiting = [pile for side, pile in state.more.items() if state.more_state[side] == "waiting"]
-        early = len(state.draw) + sum(map(len, waiting)) >= LATE_PILE
-        move = playout_move(state, seat, random.Random(0))
-        if early or len(state.discard) == 1:
-            assert move == {"take_pile": {}}
-            taken += early and len(state.discard) > 6
-        else:
-            assert move == {"draw": {}}
-            left += 1
-    assert taken > 20
-    assert left > 5
+        late = len(state.draw) + sum(map(len, waiting)) < LATE_PILE
+        small = len(state.discard) <= SMALL_PILE
+        for solo_took in (False, True):
+            state.solo_takes_piles = solo_took  # type: ignore[attr-defined]
+            move = next(iter(playout_move(state, seat, random.Random(0))))
+            if late:
+                assert move == ("take_pile" if len(state.discard) == 1 else "draw")
+                seen["late"] += len(state.discard) > 1
+            elif small:
+                assert move == "take_pile"
+                seen["small"] += 1
+            elif not solo_took:
+                assert move == "draw"
+                seen["solo took none"] += 1
+            elif 1.5 * _melded(state, "solo") + PILE_MARGIN >= _melded(state, "pair"):
+                assert move == "take_pile"
+                seen["solo close"] += 1
+            else:
+                assert move == "draw"
+                seen["pair far ahead"] += 1
+    assert all(count > 3 for count in seen.values()), seen
+
+
+def test_a_sample_knows_whether_the_solo_has_taken_a_pile_in_the_round():
+    told = {True: 0, False: 0}
+    for seed in range(8):
+        for position in positions("more", 3, seed, every=3, limit=400):
+            view, history = position.information()
+            starts = [i for i, e in enumerate(history) if "round_started" in e]
+            this_round = history[starts[-1] :] if starts else history
+            solo = position.state.solo
+            took = any(e.get("pile_taken", {}).get("seat", -1) == solo for e in this_round)
+            sample = determinize(view, position.seat, random.Random(seed), history)
+            assert sample.solo_takes_piles is took  # type: ignore[attr-defined]
+            assert determinize(view, position.seat, random.Random(seed)).solo_takes_piles is False  # type: ignore[attr-defined]
+            told[took] += 1
+    assert told[True] > 10 and told[False] > 10
