@@ -279,7 +279,6 @@ PANKAL_MELD_SIZE = 5  # a meld this long takes a pankal at any time (a biriba is
 PLAYOUT_STEPS = 45
 EVALUATE_SCALE = 150.0  # points of lead that make a win about three times likelier than a loss
 MELDS_WEIGHED = 6  # melding steps of each kind the search weighs while the turn must meld
-DISCARDS_WEIGHED = 4  # the discards the search weighs: the policy's first ones, one per kind of card
 # A move's worth is small beside the deal's: the search compares its candidates on the same samples.
 SAME_SAMPLES = True
 
@@ -471,42 +470,29 @@ def evaluate(state: State, seat: int) -> float:
 
 def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
     """The moves worth searching, from the seat's hand, the public table and the events only:
-    every bid; drawing and taking the discard pile, when both are allowed; while the 7.5 minimum
-    binds or a taken pile's top card must still be melded, the first melding steps of each kind
-    and taking back; in place of the policy's discard, the ``DISCARDS_WEIGHED`` cards its order
-    puts first (one of each kind of card, the policy's own first); everywhere else (a melding
-    step the policy makes) that step alone.
-    Which pile to take and which card to give the next seat are the turns that decide who melds
-    the most; melding what the hand allows as soon as it can, as the policy does, seldom loses
-    anything, and searching those steps spends the budget on moves that all lead to one place."""
+    every bid; drawing and taking the discard pile, when both are allowed, for the Solo and, once
+    the Solo has taken a pile in the round so far, for a Pair partner; while the 7.5 minimum binds
+    or a taken pile's top card must still be melded, the first melding steps of each kind and
+    taking back; everywhere else the playout policy's move alone.
+    Which pile to take decides who melds the most. A Pair partner facing a Solo who takes no
+    piles (the ``policy`` level's) does best with the policy's draws, which the playouts, whose
+    Solo takes every pile, would talk him out of. Searched discards lost to the policy's: a
+    playout cut off a few turns on counts the cards in hand against their holder, so it gives up
+    the dear cards that later make the melds."""
     moves = state.legal_moves(seat)
     if state.phase == "bidding":
         return moves
     if state.phase == "draw":
-        return [{"draw": {}}, {"take_pile": {}}] if {"take_pile": {}} in moves else [{"draw": {}}]
+        policy = playout_move(state, seat, None)
+        weighed = seat == state.solo or getattr(state, "solo_takes_piles", False)
+        if not weighed or {"take_pile": {}} not in moves:
+            return [policy]
+        return [policy, {"draw": {}} if "take_pile" in policy else {"take_pile": {}}]
     if state.phase == "play":
         t = state.t
         if (t.opening and t.halves < OPENING_HALVES) or not any("discard" in m for m in moves):
             return _first_steps(moves)
-    policy = playout_move(state, seat, None)
-    if "discard" not in policy or len(state.hands[seat]) == 1:
-        return [policy]
-    return _first_discards(state, seat)
-
-
-def _first_discards(state: State, seat: int) -> list[JsonDict]:
-    """The ``DISCARDS_WEIGHED`` first cards of the policy's discard order, one copy of each card
-    (the two copies of a card are the same card for the rules)."""
-    key = _discard_key(state, seat, None)
-    kinds: set[tuple[int, int]] = set()
-    wanted: list[JsonDict] = []
-    for card in sorted((c for c in state.hands[seat] if c != state.t.top), key=key):
-        if IDENTITY[card] not in kinds:
-            kinds.add(IDENTITY[card])
-            wanted.append({"discard": {"card": card}})
-            if len(wanted) == DISCARDS_WEIGHED:
-                break
-    return wanted
+    return [playout_move(state, seat, None)]
 
 
 def _first_steps(moves: list[JsonDict]) -> list[JsonDict]:

@@ -9,7 +9,6 @@ import random
 import pytest
 
 from services.more.bot import (
-    DISCARDS_WEIGHED,
     LATE,
     LATE_PILE,
     PILE_MARGIN,
@@ -18,7 +17,7 @@ from services.more.bot import (
     determinize,
     playout_move,
 )
-from services.more.cards import DECK_SIZE, identity, points
+from services.more.cards import DECK_SIZE, points
 from services.more.rules import State
 from tests.bots.positions import positions
 
@@ -159,26 +158,24 @@ def test_late_in_the_round_a_pair_partner_with_two_cards_keeps_the_cheaper():
     assert kept > 10
 
 
-def test_the_search_weighs_the_draw_against_the_pile_and_the_policys_first_discards():
-    drawn = discarded = 0
+def test_the_search_weighs_the_pile_for_the_solo_and_for_a_partner_once_the_solo_takes_piles():
+    weighed = {True: 0, False: 0}
     for state, seat in _playout_positions(range(10)):
         moves = state.legal_moves(seat)
-        candidates = candidate_moves(state, seat, random.Random(1))
-        policy = playout_move(state, seat, None)
-        if state.phase == "draw" and {"take_pile": {}} in moves:
-            assert candidates == [{"draw": {}}, {"take_pile": {}}]
-            drawn += 1
-        elif "discard" in policy and not state.t.opening and len(state.hands[seat]) > 1:
-            assert candidates[0] == policy
-            cards = [move["discard"]["card"] for move in candidates]
-            kinds = {identity(card) for card in state.hands[seat] if card != state.t.top}
-            assert len(cards) == min(DISCARDS_WEIGHED, len(kinds))
-            assert len({identity(card) for card in cards}) == len(cards)
-            discarded += 1
-        elif state.phase == "play" and not state.t.opening and any("discard" in m for m in moves):
-            assert candidates == [policy]  # a melding step the policy makes, or the last card
-    assert drawn > 50
-    assert discarded > 300
+        for solo_took in (False, True):
+            state.solo_takes_piles = solo_took  # type: ignore[attr-defined]
+            candidates = candidate_moves(state, seat, random.Random(1))
+            policy = playout_move(state, seat, None)
+            if state.phase == "draw" and {"take_pile": {}} in moves and (seat == state.solo or solo_took):
+                assert candidates[0] == policy
+                assert sorted(map(str, candidates)) == sorted(map(str, [{"draw": {}}, {"take_pile": {}}]))
+                weighed[seat == state.solo] += 1
+            elif state.phase == "draw" or (
+                state.phase == "play" and not state.t.opening and any("discard" in m for m in moves)
+            ):
+                assert candidates == [policy]
+    assert weighed[True] > 20
+    assert weighed[False] > 20
 
 
 def _melded(state: State, side: str) -> int:
