@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from services.engine import JsonDict
-from services.more.cards import DECK_SIZE, SUIT_NAMES, identity, is_pankal, natural_at, points
+from services.more.cards import DECK_SIZE, SUIT_NAMES, identity, is_pankal, meld_points, natural_at, points
 from services.more.rules import OPENING_HALVES, PHASES, PILE_STATES, Options, State, Turn, Undo
 
 IDENTITY = [identity(card) for card in range(DECK_SIZE)]
@@ -361,7 +361,7 @@ def _wants_pile(state: State, seat: int) -> bool:
         return False
     melded = {"solo": 0, "pair": 0}
     for meld in state.melds:
-        melded[meld["side"]] += sum(POINTS[card] for card in meld["cards"])
+        melded[meld["side"]] += meld_points(meld)
     return 3 * melded["solo"] + 2 * PILE_MARGIN >= 2 * melded["pair"]
 
 

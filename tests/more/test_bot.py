@@ -17,7 +17,7 @@ from services.more.bot import (
     determinize,
     playout_move,
 )
-from services.more.cards import DECK_SIZE, points
+from services.more.cards import DECK_SIZE, meld_points, points
 from services.more.rules import State
 from tests.bots.positions import positions
 
@@ -179,7 +179,7 @@ def test_the_search_weighs_the_pile_for_the_solo_and_for_a_partner_once_the_solo
 
 
 def _melded(state: State, side: str) -> int:
-    return sum(points(card) for meld in state.melds if meld["side"] == side for card in meld["cards"])
+    return sum(meld_points(meld) for meld in state.melds if meld["side"] == side)
 
 
 def test_a_pair_partner_takes_a_large_pile_only_against_a_solo_who_takes_piles_and_is_not_far_behind():
