@@ -90,18 +90,21 @@ def search(
         if done:
             state = adapter.determinize(view, seat, rng, history=history)
         choice = _select(visits, totals, done)
-        try:
-            state.apply(seat, moves[choice])
-        except MoveError:
-            # The move is legal in every state consistent with the seat's view, unless an
-            # adapter's sample is off: a refusal counts as the worst result.
-            reward = 0.0
-        else:
-            reward = playout(adapter, state, seat, rng)
         visits[choice] += 1
-        totals[choice] += reward
+        totals[choice] += _played_out(adapter, state, seat, moves[choice], rng)
     best = max(range(len(moves)), key=lambda i: (visits[i], totals[i]))
     return moves[best]
+
+
+def _played_out(adapter: ModuleType, state: Any, seat: int, move: JsonDict, rng: random.Random) -> float:
+    """``seat``'s reward for ``move`` in the sample ``state``, played out from there."""
+    try:
+        state.apply(seat, move)
+    except MoveError:
+        # The move is legal in every state consistent with the seat's view, unless an
+        # adapter's sample is off: a refusal counts as the worst result.
+        return 0.0
+    return playout(adapter, state, seat, rng)
 
 
 def _on_same_samples(
@@ -127,14 +130,8 @@ def _on_same_samples(
         sample_seed, playout_seed = rng.getrandbits(64), rng.getrandbits(64)
         for i, move in enumerate(moves):
             state = adapter.determinize(view, seat, random.Random(sample_seed), history=history)
-            try:
-                state.apply(seat, move)
-            except MoveError:
-                reward = 0.0
-            else:
-                reward = playout(adapter, state, seat, random.Random(playout_seed))
             visits[i] += 1
-            totals[i] += reward
+            totals[i] += _played_out(adapter, state, seat, move, random.Random(playout_seed))
         done += len(moves)
     return moves[max(range(len(moves)), key=lambda i: (totals[i], -i))]
 
