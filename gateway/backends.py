@@ -142,12 +142,6 @@ class ReplicaPool:
         """The replicas that are up now (asking the others to connect): see ``Replica.is_up``."""
         return [r for r in self.replicas if r.is_up()]
 
-    def pick(self) -> grpc.aio.Channel:
-        """A replica's channel for a caller that routes by itself (the web port): the next
-        connected one in turn, else any (the call then waits or fails on its own)."""
-        ready = self.ready() or self.replicas
-        return ready[next(self._turn) % len(ready)].channel
-
     async def choose(self, key: bytes = b"") -> Replica:
         """The replica for a call: by ``key`` (a match id) when given, else in turn.
 

@@ -127,8 +127,13 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         cursor = _cursor(request.page_token)
         redis = self._matchmaker().redis
         index = keys.public_matches(game.name)
-        pb2_grpc = generated_modules(game)[1]
-        stub = getattr(pb2_grpc, f"{game.service}Stub")(self.pools[game.name].pick())
+        stub_class = getattr(generated_modules(game)[1], f"{game.service}Stub")
+        pool = self.pools[game.name]
+
+        async def get_match(match_id: str) -> common_pb2.Match | None:
+            # At the match's replica, fail-fast: a game with no replica up is UNAVAILABLE now.
+            return await _get_match(stub_class((await pool.choose(match_id.encode())).channel), match_id)
+
         found: list[tuple[float, common_pb2.Match]] = []
         top: float | str = "+inf" if cursor is None else cursor[0]
         skip_from = None if cursor is None else cursor[1]
@@ -145,7 +150,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
             if skip_from is not None:
                 # Ties on the score are in descending member order: skip up to the cursor.
                 entries = [(m, s) for m, s in entries if not (s == top and m >= skip_from)]
-            matches = await asyncio.gather(*(_get_match(stub, m) for m, _ in entries))
+            matches = await asyncio.gather(*(get_match(m) for m, _ in entries))
             gone = [m for (m, _), match in zip(entries, matches, strict=True) if match is None]
             if gone:
                 await redis.zrem(index, *gone)  # expired matches leave the index lazily
@@ -207,7 +212,7 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
 async def _get_match(stub: object, match_id: str) -> common_pb2.Match | None:
     try:
         return await stub.GetMatch(  # type: ignore[attr-defined, no-any-return]
-            common_pb2.GetMatchRequest(match_id=match_id), timeout=RPC_TIMEOUT_S, wait_for_ready=True
+            common_pb2.GetMatchRequest(match_id=match_id), timeout=RPC_TIMEOUT_S
         )
     except grpc.aio.AioRpcError as error:
         if error.code() == grpc.StatusCode.NOT_FOUND:

@@ -37,7 +37,7 @@ from services.engine import GameInfo
 from services.runtime import keys
 from services.runtime.auth import SESSION_METADATA
 from services.runtime.codec import generated_modules
-from services.runtime.errors import FailedPrecondition, InvalidArgument
+from services.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
 from services.runtime.limits import FORWARDED_CLIENT
 from services.runtime.redis_client import RedisClient, text
 from services.workers.ratings import DEFAULT_MU
@@ -330,19 +330,25 @@ class Matchmaker:
                 return
             await asyncio.sleep(POLL_S)
         joined = common_pb2.JoinMatchResponse.FromString(base64.b64decode(answer))
-        stub = getattr(generated_modules(ticket.game)[1], f"{ticket.game.service}Stub")(
-            self.pools[ticket.game.name].pick()
-        )
         try:
+            stub = await self._stub(ticket, joined.match.match_id)
             await stub.LeaveMatch(
                 common_pb2.LeaveMatchRequest(match_id=joined.match.match_id),
                 metadata=(("authorization", f"Bearer {joined.token}"),),
                 timeout=RPC_TIMEOUT_S,
-                wait_for_ready=True,
             )
             log.info("matchmaking_seat_released", ticket=ticket.ticket_id, match_id=joined.match.match_id)
         except grpc.aio.AioRpcError as error:
             log.warning("matchmaking_release_failed", ticket=ticket.ticket_id, code=error.code().name)
+        except Unavailable:
+            log.warning("matchmaking_release_failed", ticket=ticket.ticket_id, code="UNAVAILABLE")
+
+    async def _stub(self, ticket: Ticket, match_id: str = "") -> Any:
+        """A stub on the replica a call goes to, chosen as the gateway's own routing chooses it
+        (by the match id when there is one, so it reaches the match's replica): fail-fast, so a
+        game with no replica up answers UNAVAILABLE at once rather than at the deadline."""
+        replica = await self.pools[ticket.game.name].choose(match_id.encode())
+        return getattr(generated_modules(ticket.game)[1], f"{ticket.game.service}Stub")(replica.channel)
 
     def _ticket_keys(self, ticket: Ticket) -> list[str]:
         return [ticket.key("queue"), ticket.key(f"ticket:{ticket.ticket_id}")]
@@ -383,8 +389,7 @@ class Matchmaker:
             return False
         raw_tickets, match_id = await self.redis.hmget(group_key, ["tickets", "match_id"])
         members: list[str] = json.loads(text(raw_tickets or b"[]"))
-        pb2, pb2_grpc = generated_modules(ticket.game)
-        stub = getattr(pb2_grpc, f"{ticket.game.service}Stub")(self.pools[ticket.game.name].pick())
+        pb2 = generated_modules(ticket.game)[0]
 
         def on_behalf(client: Any) -> tuple[tuple[str, str], ...]:
             return ((FORWARDED_CLIENT, text(client)),) if client else ()
@@ -396,11 +401,12 @@ class Matchmaker:
                 players=ticket.players,
                 table=common_pb2.TableOptions(bot_seats=bots, bot_level=ticket.bot_level),
             )
-            created = await stub.CreateMatch(
-                request, metadata=on_behalf(creator), timeout=RPC_TIMEOUT_S, wait_for_ready=True
+            created = await (await self._stub(ticket)).CreateMatch(
+                request, metadata=on_behalf(creator), timeout=RPC_TIMEOUT_S
             )
             await self.redis.hsetnx(group_key, "match_id", created.match_id)
             match_id = await self.redis.hget(group_key, "match_id")
+        stub = await self._stub(ticket, text(match_id))
         for member in members:
             member_key = ticket.key(f"ticket:{member}")
             name, client, session = await self.redis.hmget(member_key, ["name", "client", "session"])
@@ -412,7 +418,7 @@ class Matchmaker:
             try:
                 bound = ((SESSION_METADATA, text(session)),) if session else ()
                 joined = await stub.JoinMatch(
-                    join, metadata=(*on_behalf(client), *bound), timeout=RPC_TIMEOUT_S, wait_for_ready=True
+                    join, metadata=(*on_behalf(client), *bound), timeout=RPC_TIMEOUT_S
                 )
             except grpc.aio.AioRpcError as error:
                 log.warning("matchmaking_join_failed", ticket=member, code=error.code().name)

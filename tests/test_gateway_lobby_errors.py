@@ -1,6 +1,8 @@
-"""The lobby's own calls to a game service (matchmaking's CreateMatch and JoinMatch): a
-replica that hangs past their deadline makes FindMatch answer UNAVAILABLE with a retry
-hint, not INTERNAL. A real service process (SIGSTOPped) behind a real gateway."""
+"""The lobby's own calls to a game service (matchmaking's CreateMatch and JoinMatch, the
+listing's GetMatch): a replica that hangs past their deadline makes FindMatch answer
+UNAVAILABLE with a retry hint, not INTERNAL; a game with no replica up makes FindMatch and
+ListMatches answer UNAVAILABLE at once, as the gateway's routing does, not at the lobby's
+deadline. A real service process (SIGSTOPped, or killed) behind a real gateway."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import uuid
 import grpc
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
 
+import gateway.lobby
 import gateway.matchmaker
 from clients.game_client import GameClient
 from deploy.redis_server import free_port, wait_for_port
@@ -86,3 +89,60 @@ async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_w
             await pool.close()
         service.terminate()
         service.wait(timeout=20)
+
+
+async def test_lobby_calls_to_a_game_with_no_replica_up_fail_at_once_not_at_their_deadline(
+    redis_url, tmp_path, monkeypatch
+):
+    # A deadline far beyond the bound below: a call that waited for the replica would show.
+    deadline_s = 120.0
+    monkeypatch.setattr(gateway.matchmaker, "RPC_TIMEOUT_S", deadline_s)
+    monkeypatch.setattr(gateway.lobby, "RPC_TIMEOUT_S", deadline_s)
+    port = free_port()
+    service = spawn_service(GAME, f"127.0.0.1:{port}", redis_url, tmp_path / "service.log")
+    server, _checker, pools, gateway_port = await build_gateway(
+        GatewaySettings(
+            listen="127.0.0.1:0",
+            backends={GAME: (f"127.0.0.1:{port}",)},
+            shutdown_grace_s=1,
+            log_level="warning",
+            redis_url=redis_url,
+        )
+    )
+    await server.start()
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}")
+    try:
+        wait_for_port(port, 30)
+        listed = await GameClient(channel, GAME).create(2, table={"public": True})
+        lobby = lobby_pb2_grpc.LobbyStub(channel)
+        page = await lobby.ListMatches(lobby_pb2.ListMatchesRequest(game=GAME, page_size=100), timeout=30)
+        assert listed.match_id in [m.match_id for m in page.matches]
+
+        service.kill()
+        service.wait(timeout=20)
+        started = time.monotonic()
+        refused = await refusal(lobby.ListMatches(lobby_pb2.ListMatchesRequest(game=GAME, page_size=100)))
+        assert refused.code == grpc.StatusCode.UNAVAILABLE, refused
+        assert refused.reason == "no_replica", refused
+        find = lobby_pb2.FindMatchRequest(
+            game=GAME,
+            players=2,
+            player_name="alone",
+            ticket_id=uuid.uuid4().hex,
+            wait_seconds=1,
+            fill_with_bots=True,  # after 1 s: CreateMatch, with no replica to take it
+        )
+        refused = await refusal(lobby.FindMatch(find))
+        assert refused.code == grpc.StatusCode.UNAVAILABLE, refused
+        assert refused.reason == "no_replica", refused
+        # Both answered within a few seconds (the gateway's brief wait for a connecting
+        # replica, FindMatch's 1 s in the queue), not after the lobby's deadline.
+        assert time.monotonic() - started < deadline_s / 4
+    finally:
+        await channel.close()
+        await server.stop(None)
+        for pool in pools:
+            await pool.close()
+        if service.poll() is None:
+            service.kill()
+            service.wait(timeout=20)
