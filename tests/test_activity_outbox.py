@@ -1,7 +1,10 @@
 """A commit's activity notices are never lost after it, on real Redis and on the Redis Cluster:
 one Redis writes them to the activity stream in the commit script itself; a cluster writes them
-to the match's outbox (its own slot) with a mark made before the commit, and the scheduler's
-sweep appends what a committer that died right after its commit left there, exactly once.
+to the match's outbox (its own slot) with a mark made before the commit. Either way they wait,
+marked, in the outbox until the committer has indexed the match and pushed them to the
+players' WatchMyTurns channels, and the scheduler's sweep does what a committer that died
+right after its commit left undone: appends them (a cluster; exactly once), indexes the
+match and pushes the notices still current.
 
 A committer's death between its commit and its append is staged by replacing that replica's
 ``activity.after_commit`` (the step that runs after the commit) with one that does nothing."""
@@ -18,7 +21,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from services.catalog import rules_module
-from services.runtime import keys
+from services.runtime import keys, redis_client
 from services.runtime.activity import index_member
 from services.runtime.matches import MatchService
 from services.runtime.redis_client import connect, text
@@ -93,18 +96,72 @@ def swept_count() -> float:
 EXPECTED_START = [("match_started", "0", "[0,1]"), ("your_turn", "0", "[0]")]
 
 
-async def test_one_redis_commits_the_notices_with_the_match(worker_redis, monkeypatch):
+async def pushed(pubsub: Any, count: int) -> list[tuple[str, str, str]]:
+    """``count`` messages of the subscribed WatchMyTurns channels, then none more for a while:
+    (player, notice, notice id), sorted."""
+    got: list[tuple[str, str, str]] = []
+    for _ in range(200):
+        message = await pubsub.get_message(
+            ignore_subscribe_messages=True, timeout=0.1 if len(got) < count else 1.0
+        )
+        if message is None:
+            if len(got) >= count:
+                break
+            continue
+        channel = text(message["channel"])
+        told = json.loads(message["data"])
+        got.append(
+            (channel[channel.index("{p:") + 3 : channel.rindex("}")], told["notice"], told["notice_id"])
+        )
+    return sorted(got)
+
+
+async def test_one_redis_commits_the_notices_with_the_match_and_a_sweep_tells_the_players(
+    worker_redis, monkeypatch
+):
     url, client = worker_redis
+    ann, bob = f"ann-{secrets.token_hex(4)}", f"bob-{secrets.token_hex(4)}"
+    for player in (ann, bob):  # signed in: indexed (the players service makes the profile)
+        await client.hset(keys.player_profile(player), "name", player)
     async with replica(url) as service:
         die_after_commits(service, monkeypatch)
-        match_id, tokens = await seated_players(service, ["ann", "bob"])
+        match_id, tokens = await seated_players(service, [ann, bob])
         # Told by the commit itself: the replica died before appending anything.
         assert await notices(client, match_id) == EXPECTED_START
         passed = await pass_the_turn(service, match_id, tokens)
         assert await notices(client, match_id) == [*EXPECTED_START, ("your_turn", str(passed), "[1]")]
-        # Nothing waits for a sweep on one Redis.
-        assert not await client.exists(keys.outbox(match_id))
-        assert await marks(client, match_id) == []
+        # Kept and marked for a sweep: the committer died before indexing and pushing them.
+        assert await client.llen(keys.outbox(match_id)) == 2  # the start's and the passing move's
+        assert len(await marks(client, match_id)) == 2
+        assert await client.hget(keys.player_match_facts(bob), index_member(GAME, match_id)) is None
+    monkeypatch.undo()
+    pubsub = redis_client.pubsub(client)
+    try:
+        await pubsub.subscribe(keys.player_turns(ann), keys.player_turns(bob))
+        async with replica(url) as other:
+            sweeper = Scheduler(other)
+            assert await sweeper.sweep_outboxes(grace_ms=0) == 3
+            assert await sweeper.sweep_outboxes(grace_ms=0) == 0
+            record = await other.store.load(match_id)
+        assert record is not None and record.version == passed
+        # Pushed: the start to both, the turn that is still current to bob; ann's first turn
+        # has passed since (a later commit), so it is not pushed any more.
+        assert await pushed(pubsub, 3) == sorted(
+            [
+                (ann, "match_started", f"{match_id}:0:match_started:{ann}"),
+                (bob, "match_started", f"{match_id}:0:match_started:{bob}"),
+                (bob, "your_turn", f"{match_id}:{passed}:your_turn:{bob}"),
+            ]
+        )
+    finally:
+        await pubsub.aclose()
+    # Indexed as stored; not appended to the stream again; nothing left waiting.
+    for player in (ann, bob):
+        indexed = await client.hget(keys.player_match_facts(player), index_member(GAME, match_id))
+        assert indexed is not None and int(text(indexed).partition("|")[0]) == record.rev
+    assert await notices(client, match_id) == [*EXPECTED_START, ("your_turn", str(passed), "[1]")]
+    assert not await client.exists(keys.outbox(match_id))
+    assert await marks(client, match_id) == []
 
 
 async def test_one_redis_tells_a_bound_match_once_and_an_unbound_one_never(worker_redis):
@@ -118,7 +175,10 @@ async def test_one_redis_tells_a_bound_match_once_and_an_unbound_one_never(worke
         assert await notices(client, anonymous) == []
         # The players' index is still written after the commit.
         assert await client.exists(keys.player_match_facts("ann")) == 0  # no profile: not indexed
-        assert await client.zcard(keys.outbox_marks(GAME)) == 0
+        # A committer that lives on clears what it kept for a sweep.
+        for match_id in (bound, anonymous):
+            assert not await client.exists(keys.outbox(match_id))
+            assert await marks(client, match_id) == []
 
 
 async def test_a_cluster_sweeps_what_a_dead_committer_left_exactly_once(redis_cluster, monkeypatch):
@@ -140,10 +200,17 @@ async def test_a_cluster_sweeps_what_a_dead_committer_left_exactly_once(redis_cl
         monkeypatch.undo()
         # Another replica's scheduler, once the grace is over (here: at once).
         swept_before = swept_count()
-        async with replica(redis_cluster.url) as other:
-            sweeper = Scheduler(other)
-            assert await sweeper.sweep_outboxes(grace_ms=0) == 3
-            assert await sweeper.sweep_outboxes(grace_ms=0) == 0
+        pubsub = redis_client.pubsub(redis)
+        try:
+            await pubsub.subscribe(keys.player_turns("ann"), keys.player_turns("bob"))
+            async with replica(redis_cluster.url) as other:
+                sweeper = Scheduler(other)
+                assert await sweeper.sweep_outboxes(grace_ms=0) == 3
+                assert await sweeper.sweep_outboxes(grace_ms=0) == 0
+            told = [(player, notice) for player, notice, _id in await pushed(pubsub, 3)]
+            assert told == [("ann", "match_started"), ("bob", "match_started"), ("bob", "your_turn")]
+        finally:
+            await pubsub.aclose()
         assert swept_count() - swept_before == 3
         expected = [*EXPECTED_START, ("your_turn", str(passed), "[1]")]
         assert await notices(redis, match_id) == expected

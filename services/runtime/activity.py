@@ -14,9 +14,10 @@ session), the authority:
 - publishes each notice to the player's channel (``keys.player_turns``) for WatchMyTurns.
 
 Matches without a bound seat cost nothing here. The index and the channel's notices follow
-the commit (other hash slots), in one pipelined round trip on one Redis: a process that dies
-between the two leaves the index to catch up at the match's next commit (on a cluster, at
-the sweep that delivers its notices: ``Activity.reindex``).
+the commit (other hash slots), in one pipelined round trip on one Redis. The commit leaves its
+notices marked in the match's outbox until then, so a process that dies between the two
+leaves them to the scheduler's sweep, which indexes the match and pushes the notices still
+current (``Activity.tell_again``; services/runtime/outbox.py).
 """
 
 from __future__ import annotations
@@ -86,6 +87,18 @@ def index_member(game: str, match_id: str) -> str:
 def notice_id(match_id: str, version: int, notice: str, player_id: str) -> str:
     """The idempotency key of one player's notice: the same for a retried append."""
     return f"{match_id}:{version}:{notice}:{player_id}"
+
+
+def _told(
+    notice: str, match_id: str, version: int, player_id: str, summary: dict[str, Any]
+) -> tuple[str, bytes]:
+    """A notice as pushed to the player's WatchMyTurns streams: its channel and message."""
+    message = {
+        "notice": notice,
+        "notice_id": notice_id(match_id, version, notice, player_id),
+        "summary": summary,
+    }
+    return keys.player_turns(player_id), _json(message)
 
 
 @dataclass(frozen=True)
@@ -213,16 +226,18 @@ class Activity:
 
     async def _write(self, pending: Pending, rev: int) -> None:
         facts, now_ms, notices = pending.facts, pending.now_ms, pending.notices
-        if pending.entries is not None and not self.outbox.in_commit:
+        settled = pending.entries is not None
+        if pending.entries is not None:
             try:
-                await self.outbox.deliver(facts.match_id, rev - 1, pending.entries)
+                await self.outbox.append(pending.entries)
             except Exception:
                 # Still in the outbox, and marked: the scheduler's sweep delivers them.
+                settled = False
                 log.exception("outbox_deliver_failed", match_id=facts.match_id, version=facts.version)
         humans = ["" if bot else player for player, bot in zip(pending.players, pending.bots, strict=True)]
         ended = facts.status in ("FINISHED", "ABANDONED")
         # In order: the indexes, then the notices, so a client told of a notice lists its
-        # matches as of that commit at least.
+        # matches as of that commit at least; last, the outbox and its mark are cleared.
         commands: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         member = index_member(self.game, facts.match_id)
         for player in pending.gone:
@@ -239,32 +254,45 @@ class Activity:
                 continue
             for notice, seats in notices:
                 if seat in seats and not (notice == YOUR_TURN and ended):
-                    message = {
-                        "notice": notice,
-                        "notice_id": notice_id(facts.match_id, facts.version, notice, player),
-                        "summary": summary,
-                    }
-                    told.append((keys.player_turns(player), _json(message)))
+                    told.append(_told(notice, facts.match_id, facts.version, player, summary))
         commands += [("publish", (channel, message), {}) for channel, message in told]
+        if settled and pending.entries is not None:
+            commands += [
+                (name, args, {})
+                for name, args in self.outbox.settle(facts.match_id, rev - 1, pending.entries)
+            ]
         await self._send(commands)
 
-    async def reindex(self, facts: Any, rev: int, players: list[str], at_ms: int) -> None:
-        """Index the match as stored (``facts`` at revision ``rev``, last committed at ``at_ms``)
-        for its bound ``players``: after a sweep delivered notices whose committer died before
-        it indexed them (services/runtime/outbox.py). A newer revision indexed meanwhile stays."""
+    async def tell_again(
+        self, facts: Any, rev: int, players: list[str], at_ms: int, entries: list[dict[str, str]]
+    ) -> None:
+        """What a committer that died after its commit did not do, from the match as stored
+        (``facts`` at revision ``rev``, last committed at ``at_ms``) and the activity
+        ``entries`` it left in the outbox (services/runtime/outbox.py): index the match for
+        its bound ``players`` (a newer revision indexed meanwhile stays), then push the
+        notices that are still current. A "your_turn" is current only while no later commit
+        was made (the turn may have passed since); the other notices always are."""
         member = index_member(self.game, facts.match_id)
         facts_dict = dataclasses.asdict(facts)
+        summaries = {
+            seat: {"game": self.game, "seat": seat, "updated_ms": at_ms, "match": facts_dict}
+            for seat, player in enumerate(players)
+            if player
+        }
         commands = [
-            self._index_command(
-                player,
-                member,
-                rev,
-                at_ms,
-                {"game": self.game, "seat": seat, "updated_ms": at_ms, "match": facts_dict},
-            )
+            self._index_command(player, member, rev, at_ms, summaries[seat])
             for seat, player in enumerate(players)
             if player
         ]
+        for entry in entries:
+            notice, version = entry["notice"], int(entry["version"])
+            if notice == YOUR_TURN and version != facts.version:
+                continue
+            humans: list[str] = msgspec.json.decode(entry["players"])
+            for seat in msgspec.json.decode(entry["seats"]):
+                if seat < len(players) and humans[seat] and humans[seat] == players[seat]:
+                    channel, message = _told(notice, facts.match_id, version, humans[seat], summaries[seat])
+                    commands.append(("publish", (channel, message), {}))
         await self._send(commands)
 
     def _index_command(

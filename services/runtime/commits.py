@@ -183,12 +183,13 @@ class MatchCommits(MatchReader):
         if pending is not None:
             await self.activity.after_commit(pending, record.rev)
 
-    async def reindex_players(self, record: MatchRecord) -> None:
-        """Index ``record`` as stored for its bound players (after an outbox sweep)."""
+    async def tell_players_again(self, record: MatchRecord, entries: list[dict[str, str]]) -> None:
+        """Index ``record`` as stored for its bound players and push the notices of ``entries``
+        still current: what a committer that died after its commit left to an outbox sweep."""
         players = self.seats(record).players()
         if any(players):
             at_ms = int(record.updated_at * 1000)
-            await self.activity.reindex(self.facts(record), record.rev, players, at_ms)
+            await self.activity.tell_again(self.facts(record), record.rev, players, at_ms, entries)
 
     def feed_entry(self, record: MatchRecord, seat: int, events: list[StoredEvent]) -> FeedEntry:
         """The move's entry in the per-game feed for downstream consumers (the match's history,

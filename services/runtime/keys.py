@@ -28,9 +28,10 @@ def requests(match_id: str) -> str:
 
 
 def outbox(match_id: str) -> str:
-    """List of the match's committed activity notices not yet in its game's activity stream
-    (a Redis Cluster only, where the stream is in another slot): each element one commit's
-    entries, pushed by the commit script and removed once appended (services.runtime.outbox)."""
+    """List of the match's committed activity notices not yet delivered: appended to its game's
+    activity stream (on a cluster, where the stream is in another slot) and told to its
+    players. Each element one commit's entries, pushed by the commit script and removed once
+    delivered (services.runtime.outbox)."""
     return f"{PREFIX}:{{{match_id}}}:outbox"
 
 
@@ -46,9 +47,10 @@ def due(game: str) -> str:
 
 
 def outbox_marks(game: str) -> str:
-    """Sorted set of one game's ``<match id>/<rev>`` marks, each written before a commit that
-    fills the match's outbox, scored by when (Unix ms on Redis's clock), removed once the outbox
-    is delivered; the scheduler sweeps the old ones (services.runtime.outbox)."""
+    """Sorted set of one game's ``<match id>/<rev>`` marks, each written with (one Redis) or
+    before (a cluster) a commit that fills the match's outbox, scored by when (Unix ms on
+    Redis's clock), removed once the outbox is delivered; the scheduler sweeps the old ones
+    (services.runtime.outbox)."""
     return f"{PREFIX}:game:{game}:outbox"
 
 

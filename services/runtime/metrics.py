@@ -45,8 +45,8 @@ STALLED_MATCHES = Gauge(
 )
 ACTIVITY_SWEPT = Counter(
     "mogames_activity_swept",
-    "Activity entries a scheduler's sweep appended from a match's outbox: their committer died "
-    "after its commit (a Redis Cluster)",
+    "Activity entries a scheduler's sweep delivered from a match's outbox: their committer died "
+    "after its commit, before it told the players",
     ["game"],
 )
 BACKENDS_UP = Gauge(

@@ -1,27 +1,35 @@
 """A commit's activity notices, in with the commit or not at all, and never lost after it.
 
 The notices a commit implies (services/runtime/activity.py) are written by the commit script
-itself (services/runtime/store.py), so they are committed with the match or not at all:
+itself (services/runtime/store.py), so they are committed with the match or not at all. What
+follows the commit (the players' indexes, the push to their WatchMyTurns streams) is the
+committer's to do, and it can die first; so the notices also wait, as one element, in the
+match's outbox (``keys.outbox``: the match's own slot), with a mark ``<match id>/<rev>`` in
+its game's mark set (``keys.outbox_marks``, scored by Redis's clock):
 
 - On one Redis any keys may share a script: the commit script appends them to the game's
-  activity stream (``keys.activity``) as it appends the move feed. Nothing is left to do.
-- On a Redis Cluster the stream is in another slot, so the script pushes them, as one element,
-  into the match's outbox (``keys.outbox``: the match's own slot). Before the commit the
-  committer marks ``<match id>/<rev>`` in its game's mark set (``keys.outbox_marks``, scored by
-  Redis's clock); after it, the committer appends the element's entries to the stream, removes
-  the element, then the mark. A committer that dies in between leaves its mark, and every
-  replica's scheduler sweeps the marks older than ``GRACE_MS``: it appends whatever the match's
-  outbox holds, removes each element once appended, then the mark. A mark whose outbox is empty
-  (its commit lost the race, or never ran) is simply removed.
+  activity stream (``keys.activity``) as it appends the move feed, and pushes and marks them.
+- On a Redis Cluster the stream and the mark set are in other slots: the committer marks
+  before the commit, the commit script pushes them into the outbox, and after it the committer
+  appends them to the stream.
 
-Delivery on a cluster is at least once: an element is removed only after its entries are in
-the stream, so a sweep racing a slow committer may append them twice. The consumers take that:
-a notification's idempotency key is ``<match id>:<version>:<notice>:<player id>`` (receivers
-drop repeats) and the ratings worker rates a match once (its per-match marker, docs/ratings.md).
+Then the committer indexes the match for its players and pushes their notices, and last
+removes the element and the mark. A committer that dies in between leaves its mark, and every
+replica's scheduler sweeps the marks older than ``GRACE_MS``: it appends what the match's
+outbox holds (a cluster), has the players told again (``Scheduler.sweep_outboxes``: indexed,
+and pushed the notices still current), and removes each element and the mark. A mark whose
+outbox is empty (its commit lost the race, or never ran) is simply removed.
+
+Delivery is at least once: an element is removed only after its entries are in the stream and
+told, so a sweep racing a slow committer may append or push them twice. The consumers take
+that: a notice's idempotency key is ``<match id>:<version>:<notice>:<player id>`` (webhook
+receivers and WatchMyTurns clients drop repeats) and the ratings worker rates a match once
+(its per-match marker, docs/ratings.md).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,6 +47,9 @@ log = structlog.get_logger("outbox")
 GRACE_MS = 5_000
 # Marks one sweep delivers.
 SWEEP_BATCH = 100
+
+# Has a swept match's players told again, given its entries (field to value) in commit order.
+Tell = Callable[[str, list[dict[str, str]]], Awaitable[None]]
 
 _encode = msgspec.json.Encoder().encode
 _decode_entries = msgspec.json.Decoder(list[list[str]]).decode
@@ -88,7 +99,8 @@ def mark_of(match_id: str, rev: int) -> str:
 
 
 class Outbox:
-    """One game's outboxes and marks on a Redis Cluster (``in_commit``: one Redis, none)."""
+    """One game's outboxes and marks (``in_commit``: one Redis, where the commit script
+    appends the notices to the stream and marks them itself)."""
 
     def __init__(self, redis: RedisClient, game: str) -> None:
         self.redis = redis
@@ -99,46 +111,59 @@ class Outbox:
         self._claim = redis.register_script(_CLAIM)
 
     async def mark(self, match_id: str, rev: int) -> None:
-        """Before a commit on ``rev`` that fills the outbox: where a sweep finds it."""
+        """Before a cluster's commit on ``rev`` that fills the outbox: where a sweep finds it."""
         await self._mark(keys=[self.marks], args=[mark_of(match_id, rev)])
 
-    async def deliver(self, match_id: str, rev: int, notices: Notices) -> None:
-        """After the commit on ``rev``: its entries into the stream, then out of the outbox,
-        then the mark. A failure leaves the rest to the sweep."""
-        await self._append(notices.payload, notices.maxlen)
-        await self.redis.lrem(keys.outbox(match_id), 1, notices.payload)
-        await self.redis.zrem(self.marks, mark_of(match_id, rev))
+    async def append(self, notices: Notices) -> None:
+        """After a cluster's commit: its entries into the stream (one Redis: done by the commit)."""
+        if not self.in_commit:
+            await self._append(notices.payload, notices.maxlen)
 
-    async def sweep(self, maxlen: int, grace_ms: int = GRACE_MS) -> dict[str, int]:
-        """Deliver the outboxes of the marks older than ``grace_ms``: how many entries it
-        appended, by match (those with any). A match that fails is logged and taken again a
-        grace later."""
+    def settle(self, match_id: str, rev: int, notices: Notices) -> list[tuple[str, tuple[Any, ...]]]:
+        """The commands that end the commit on ``rev``'s stay: out of the outbox, then the mark
+        (last: a committer that dies before leaves the sweep to tell the players)."""
+        return [
+            ("lrem", (keys.outbox(match_id), 1, notices.payload)),
+            ("zrem", (self.marks, mark_of(match_id, rev))),
+        ]
+
+    async def sweep(self, maxlen: int, tell: Tell, grace_ms: int = GRACE_MS) -> dict[str, int]:
+        """Deliver the outboxes of the marks older than ``grace_ms``: their entries into the
+        stream (a cluster), then ``tell(match_id, entries)``, then out of the outbox, then the
+        mark. How many entries, by match (those with any). A match that fails is logged and
+        taken again a grace later."""
         marks = [text(m) for m in await self._claim(keys=[self.marks], args=[grace_ms, SWEEP_BATCH])]
         delivered: dict[str, int] = {}
         for mark in marks:
             match_id = mark.rpartition("/")[0]
             try:
-                entries = await self._drain(match_id, maxlen)
+                entries = await self._drain(match_id, maxlen, tell)
                 await self.redis.zrem(self.marks, mark)
             except Exception:
                 log.exception("outbox_sweep_failed", match_id=match_id)
                 continue
             if entries:
                 delivered[match_id] = delivered.get(match_id, 0) + entries
-        appended = sum(delivered.values())
-        if appended:
-            metrics.activity_swept(self.game, appended)
-            log.warning("outbox_swept", game=self.game, marks=len(marks), entries=appended)
+        swept = sum(delivered.values())
+        if swept:
+            metrics.activity_swept(self.game, swept)
+            log.warning("outbox_swept", game=self.game, marks=len(marks), entries=swept)
         return delivered
 
-    async def _drain(self, match_id: str, maxlen: int) -> int:
+    async def _drain(self, match_id: str, maxlen: int, tell: Tell) -> int:
         outbox = keys.outbox(match_id)
-        appended = 0
-        for element in map(text, await self.redis.lrange(outbox, 0, -1)):
-            appended += await self._append(element, maxlen)
+        elements = [text(e) for e in await self.redis.lrange(outbox, 0, -1)]
+        entries: list[dict[str, str]] = []
+        for element in elements:
+            if not self.in_commit:
+                await self._append(element, maxlen)
+            entries += [dict(zip(f[::2], f[1::2], strict=True)) for f in _decode_entries(element)]
+        if entries:
+            await tell(match_id, entries)
+        for element in elements:
             # By value: an element pushed meanwhile stays, one another sweep took is gone.
             await self.redis.lrem(outbox, 1, element)
-        return appended
+        return len(entries)
 
     async def _append(self, payload: str, maxlen: int) -> int:
         """One after another: the stream's node may not be the match's (a cluster)."""

@@ -37,7 +37,7 @@ from services.runtime.history import KEEP_RECENT, HistoryReads, RecordedAnswer, 
 from services.runtime.history_chunks import merge_chunks, pack_chunk
 from services.runtime.outbox import Notices, Outbox
 from services.runtime.record import MatchRecord
-from services.runtime.redis_client import IdleClosingPool, RedisClient, text
+from services.runtime.redis_client import NOW_MS_LUA, IdleClosingPool, RedisClient, text
 
 log = structlog.get_logger("store")
 
@@ -95,7 +95,9 @@ end
 #       14 how many of the archive's last elements the chunk replaces (merged into it),
 #       15 the commit's activity notices ('' = none; services/runtime/outbox.py), 16 the
 #       index in KEYS of the key they go to, 17 the activity stream's cap: the stream itself
-#       on one Redis, or 0: the match's outbox (its own slot) on a cluster.
+#       on one Redis (then the match's outbox and the game's outbox marks follow it in KEYS:
+#       the notices are also kept there, marked, until the committer has told the players),
+#       or 0: the match's outbox (its own slot) on a cluster.
 # Returns {'ok', new rev[, the tail's oldest CHUNK elements, the archive's first chunk
 # (false: none yet)[, its last MERGE - 1 elements, to merge] when they are due for the
 # archive]}, {'conflict', rev} or {'duplicate', version}.
@@ -144,6 +146,11 @@ if ARGV[15] ~= '' then
     for _, fields in ipairs(cjson.decode(ARGV[15])) do
       redis.call('XADD', into, 'MAXLEN', '~', ARGV[17], '*', unpack(fields))
     end
+    local kept = KEYS[tonumber(ARGV[16]) + 1]
+    redis.call('RPUSH', kept, ARGV[15])
+    redis.call('EXPIRE', kept, ARGV[3])
+    MARK_TIME
+    redis.call('ZADD', KEYS[tonumber(ARGV[16]) + 2], 'NX', now, ARGV[13] .. '/' .. ARGV[1])
   end
 end
 if ARGV[12] ~= '' then
@@ -168,6 +175,7 @@ return {'ok', tostring(new_rev)}
     .replace("KEEP", str(KEEP_RECENT))
     .replace("WINDOW_BYTES", str(REQUEST_WINDOW * RECORD_BYTES))
     .replace("WAKE", wake_lua("KEYS[#KEYS]", "ARGV[13]", "ARGV[12]"))
+    .replace("MARK_TIME", NOW_MS_LUA)
 )
 
 # KEYS: match hash, request records. ARGV: request digest. Returns rev, doc and the
@@ -298,8 +306,9 @@ class MatchStore(HistoryReads):
         retry of it gets; once it is written, append ``feed`` to its per-game feed. With
         ``wake_due_ms`` (only where ``wakes_in_commit``), the match's entry in its game's
         due set is woken with that time in the same script. ``notices`` go in the same
-        script too: into the activity stream, or on a cluster into the match's outbox, marked
-        first (services/runtime/outbox.py; the committer delivers them after)."""
+        script too: into the activity stream and, marked, the match's outbox, or on a cluster
+        into the match's outbox, marked first (services/runtime/outbox.py; the committer
+        delivers them and tells the players after, then clears the outbox and the mark)."""
         match_id = record.match_id
         in_commit = feed is not None and self._feed_in_commit
         feed_fields = [str(v) for pair in feed.fields.items() for v in pair] if feed is not None else []
@@ -333,8 +342,12 @@ class MatchStore(HistoryReads):
         if notices is None:
             argv += ["", 0, 0]
         elif self.outbox.in_commit:
-            script_keys.append(keys.activity(notices.game))
-            argv += [notices.payload, len(script_keys), notices.maxlen]
+            script_keys += [
+                keys.activity(notices.game),
+                keys.outbox(match_id),
+                keys.outbox_marks(notices.game),
+            ]
+            argv += [notices.payload, len(script_keys) - 2, notices.maxlen]
         else:
             await self.outbox.mark(match_id, record.rev)
             script_keys.append(keys.outbox(match_id))

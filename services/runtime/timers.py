@@ -88,11 +88,10 @@ class Scheduler:
         await cancel_until_done(list(self._fires))
 
     async def run(self) -> None:
-        outbox = self.service.activity.outbox
         next_sweep = time.monotonic()
         while not self._stopping:
             try:
-                if not outbox.in_commit and time.monotonic() >= next_sweep:
+                if time.monotonic() >= next_sweep:
                     next_sweep = time.monotonic() + OUTBOX_SWEEP_EVERY_S
                     await self.sweep_outboxes()
                 claimed = await self.tick()
@@ -108,19 +107,22 @@ class Scheduler:
                 await asyncio.sleep(self.settings.scheduler_tick_ms / 1000)
 
     async def sweep_outboxes(self, grace_ms: int = GRACE_MS) -> int:
-        """Append the notices that commits older than ``grace_ms`` left in their match's outbox
-        (their committer died first), and index those matches for their players as the
-        committer would have: how many notices."""
+        """Deliver the notices that commits older than ``grace_ms`` left in their match's outbox
+        (their committer died first): into the activity stream (a cluster), the match indexed
+        for its players and the notices still current pushed, as the committer would have.
+        How many notices."""
         service = self.service
-        delivered = await service.activity.outbox.sweep(self.settings.game_stream_maxlen, grace_ms)
-        for match_id in delivered:
+
+        async def tell(match_id: str, entries: list[dict[str, str]]) -> None:
             try:
                 record = await service.store.load(match_id)
                 if record is not None:
-                    await service.reindex_players(record)
+                    await service.tell_players_again(record, entries)
             except Exception:
-                # Its notices are in; its index catches up at its next commit, if any.
-                log.exception("outbox_reindex_failed", match_id=match_id)
+                # Its notices are in the stream; its index catches up at its next commit, if any.
+                log.exception("outbox_tell_failed", match_id=match_id)
+
+        delivered = await service.activity.outbox.sweep(self.settings.game_stream_maxlen, tell, grace_ms)
         return sum(delivered.values())
 
     async def claim(self) -> tuple[list[str], str]:
