@@ -249,14 +249,32 @@ def win_rates(args: argparse.Namespace) -> list[Pairing]:
                 results.add(key, score, spent)
                 if done % max(1, len(jobs) // 20) == 0:
                     print(f"  {done}/{len(jobs)} matches, {time.monotonic() - started:.0f} s", flush=True)
-    for match in wanted:
-        if match in results.held:
-            score, spent = results.held[match]
-            pairing = pairings[match[:4]]
-            pairing.score += score
-            pairing.matches += 1
-            pairing.decisions_s += spent
+    tally(pairings, counted(wanted, results.held, args.all_seats), results.held)
     return list(pairings.values())
+
+
+def counted(wanted: list[Match], held: dict[Match, Any], all_seats: bool) -> list[Match]:
+    """The wanted matches a report counts: those held, and under ``--all-seats`` only seeds
+    held from every seat, so that equal strength scores exactly the chance share (a seed
+    held from its rotation seat alone would weigh that seat's side of the deal)."""
+    have = [match for match in wanted if match in held]
+    if not all_seats:
+        return have
+    seats_held: dict[tuple[Any, ...], int] = {}
+    for match in have:
+        seats_held[match[:5]] = seats_held.get(match[:5], 0) + 1
+    return [match for match in have if seats_held[match[:5]] == match[1]]
+
+
+def tally(
+    pairings: dict[tuple[str, int, str, str], Pairing], matches: list[Match], held: dict[Match, Any]
+) -> None:
+    for match in matches:
+        score, spent = held[match]
+        pairing = pairings[match[:4]]
+        pairing.score += score
+        pairing.matches += 1
+        pairing.decisions_s += spent
 
 
 def print_win_rates(pairings: list[Pairing]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from bench.bench_bots import PLAYOUT, Results, bots_version, play_one, target, verdict
+from bench.bench_bots import PLAYOUT, Results, bots_version, counted, play_one, target, verdict
 from services.bots.adapters import games_with_adapters
 from services.catalog import rules_module
 
@@ -73,3 +73,13 @@ def test_the_playout_baseline_plays_whole_matches_from_the_seats_information():
         score, spent = play_one(game, players, PLAYOUT, PLAYOUT, 3, 1)
         assert 0.0 <= score <= 1.0
         assert spent, game
+
+
+def test_all_seats_counts_only_seeds_held_from_every_seat():
+    rotation = [("more", 3, "hard", "random", n, n % 3) for n in range(6)]
+    every = [("more", 3, "hard", "random", n, seat) for n in range(6) for seat in range(3)]
+    # The rotation's rows, and seed 0 from every seat, seed 1 from two.
+    held = dict.fromkeys([*rotation, *every[:3], every[4]], (1.0, [0.1]))
+    assert counted(every, held, all_seats=True) == every[:3]
+    assert counted(rotation, held, all_seats=False) == rotation
+    assert len(counted(every, held, all_seats=False)) == 8
