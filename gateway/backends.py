@@ -2,6 +2,10 @@
 
 A match's calls go to one replica (a hash of the match id over the replicas that are up),
 so that replica's cache of the match stays warm; any replica answers correctly, only slower.
+Up means connected and, at the last health round, answering SERVING: a replica that stops
+answering (stopped, hung) or says NOT_SERVING (draining) takes no new calls within a round or
+two, rather than once its connection's keepalive gives up; while none answers SERVING, every
+connected replica takes calls (the health rounds themselves may be what fails).
 A listed name (a Kubernetes headless Service) stands for every address it resolves to,
 looked up again every health round, so each pod is a replica of its own.
 When every replica of a game is down, calls fail at once with UNAVAILABLE instead of
@@ -65,6 +69,8 @@ class Replica:
     # first calls (at start, or when a replica is added) then hash over every replica, not
     # over whichever happened to connect first, and a match does not move once the rest do.
     connected_once: bool = False
+    # The last health round's answer (until the first: serving).
+    serving: bool = True
     _calls: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @classmethod
@@ -139,8 +145,10 @@ class ReplicaPool:
             closing.add_done_callback(self._retiring.discard)
 
     def ready(self) -> list[Replica]:
-        """The replicas that are up now (asking the others to connect): see ``Replica.is_up``."""
-        return [r for r in self.replicas if r.is_up()]
+        """The replicas that are up now (asking the others to connect): see ``Replica.is_up``,
+        and of those the ones serving at the last health round, if any is."""
+        up = [r for r in self.replicas if r.is_up()]
+        return [r for r in up if r.serving] or up
 
     async def choose(self, key: bytes = b"") -> Replica:
         """The replica for a call: by ``key`` (a match id) when given, else in turn.
@@ -206,8 +214,17 @@ class ReplicaPool:
         return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
 
     async def serving_count(self) -> int:
-        """How many replicas answer SERVING for the game's service."""
-        answers = await asyncio.gather(*(self._replica_serving(r.channel) for r in self.replicas))
+        """How many replicas answer SERVING for the game's service; each one's answer is kept
+        for ``ready`` (a change logged once)."""
+        replicas = list(self.replicas)
+        answers = await asyncio.gather(*(self._replica_serving(r.channel) for r in replicas))
+        for replica, serving in zip(replicas, answers, strict=True):
+            if serving != replica.serving:
+                replica.serving = serving
+                if serving:
+                    log.info("backend_replica_serving", backend=self.service, replica=replica.address)
+                else:
+                    log.warning("backend_replica_not_serving", backend=self.service, replica=replica.address)
         return sum(answers)
 
     async def serving(self) -> bool:

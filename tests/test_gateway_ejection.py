@@ -1,0 +1,101 @@
+"""A replica that stops answering (SIGSTOPped: its connection stays open, so only its health
+checks tell) takes no new calls once a health round finds it silent: its matches are answered
+by the other replica, rather than hanging until the connection's keepalive gives up (30 s),
+and it takes calls again once it answers. Real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import grpc
+
+from clients.game_client import GameClient
+from deploy.redis_server import free_port, wait_for_port
+from tests.helpers import wait_serving, wait_until
+from tests.test_gateway_routing import MATCHES, _play_a_little, _served
+from tests.test_processes import spawn, spawn_service
+
+SERVICE = "mogames.happymochi.v1.HappyMochi"
+# Below the keepalive's 30 s: an answer within it came by the health rounds.
+WITHIN_S = 25.0
+
+
+def _replica_events(log: Path) -> list[tuple[str, str]]:
+    events = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
+    return [(e["event"], e["replica"]) for e in events if e.get("event", "").startswith("backend_replica_")]
+
+
+async def test_a_silent_replica_takes_no_new_calls_and_its_matches_are_answered_by_another(
+    redis_url, tmp_path
+):
+    ports = [free_port(), free_port()]
+    logs = [tmp_path / "replica-0.log", tmp_path / "replica-1.log"]
+    replicas = [
+        spawn_service(
+            "happy_mochi",
+            f"127.0.0.1:{port}",
+            redis_url,
+            log,
+            {"MOGAMES_ALLOW_CLIENT_SEED": "true", "MOGAMES_LOG_LEVEL": "debug"},
+        )
+        for port, log in zip(ports, logs, strict=True)
+    ]
+    gateway_port = free_port()
+    gateway_log = tmp_path / "gateway.log"
+    stopped = False
+    try:
+        for port in ports:
+            wait_for_port(port, 30)
+        gateway = spawn(
+            ["-m", "gateway"],
+            {
+                "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
+                "MOGAMES_BACKENDS_HAPPY_MOCHI": ",".join(f"127.0.0.1:{p}" for p in ports),
+                "MOGAMES_WEB_LISTEN": "",
+            },
+            gateway_log,
+        )
+        replicas.append(gateway)
+        wait_for_port(gateway_port, 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+            await wait_serving(channel, SERVICE)
+            played = [await _play_a_little(GameClient(channel, "happy_mochi"), n) for n in range(MATCHES)]
+            on_first = [m for m in played if m.match_id in _served(logs[0])]
+            assert on_first, "no match went to the first replica"
+            match_id = on_first[0].match_id
+
+            os.kill(replicas[0].pid, signal.SIGSTOP)
+            stopped = True
+            # Each attempt gives up after 2 s: the first ones meet the silent replica.
+            impatient = GameClient(channel, "happy_mochi", timeout_s=2.0)
+
+            async def answered() -> bool:
+                try:
+                    return (await impatient.match(match_id)).match_id == match_id
+                except grpc.aio.AioRpcError as error:
+                    assert error.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE)
+                    return False
+
+            await wait_until(answered, "the match answered by the other replica", timeout_s=WITHIN_S)
+            assert "GetMatch" in _served(logs[1]).get(match_id, set())
+            first = f"127.0.0.1:{ports[0]}"
+            assert _replica_events(gateway_log) == [("backend_replica_not_serving", first)]
+
+            os.kill(replicas[0].pid, signal.SIGCONT)
+            stopped = False
+
+            async def serving_again() -> bool:
+                return _replica_events(gateway_log)[-1:] == [("backend_replica_serving", first)]
+
+            await wait_until(serving_again, "the first replica serving again")
+    finally:
+        if stopped:
+            os.kill(replicas[0].pid, signal.SIGCONT)
+        for process in replicas:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in replicas:
+            process.wait(timeout=30)
