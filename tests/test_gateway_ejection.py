@@ -13,10 +13,9 @@ from pathlib import Path
 import grpc
 
 from clients.game_client import GameClient
-from deploy.redis_server import free_port, wait_for_port
+from deploy.redis_server import wait_for_port
 from tests.helpers import wait_serving, wait_until
-from tests.test_gateway_routing import MATCHES, _play_a_little, _served
-from tests.test_processes import spawn, spawn_service
+from tests.test_gateway_routing import MATCHES, _play_a_little, _served, spawn_replicas, stop_all
 
 SERVICE = "mogames.happymochi.v1.HappyMochi"
 # Below the keepalive's 30 s: an answer within it came by the health rounds.
@@ -31,36 +30,12 @@ def _replica_events(log: Path) -> list[tuple[str, str]]:
 async def test_a_silent_replica_takes_no_new_calls_and_its_matches_are_answered_by_another(
     redis_url, tmp_path
 ):
-    ports = [free_port(), free_port()]
-    logs = [tmp_path / "replica-0.log", tmp_path / "replica-1.log"]
-    replicas = [
-        spawn_service(
-            "happy_mochi",
-            f"127.0.0.1:{port}",
-            redis_url,
-            log,
-            {"MOGAMES_ALLOW_CLIENT_SEED": "true", "MOGAMES_LOG_LEVEL": "debug"},
-        )
-        for port, log in zip(ports, logs, strict=True)
-    ]
-    gateway_port = free_port()
-    gateway_log = tmp_path / "gateway.log"
+    processes, ports, logs = spawn_replicas(redis_url, tmp_path)
+    replicas, gateway_log = processes[:2], logs[2]
     stopped = False
     try:
-        for port in ports:
-            wait_for_port(port, 30)
-        gateway = spawn(
-            ["-m", "gateway"],
-            {
-                "MOGAMES_GATEWAY_LISTEN": f"127.0.0.1:{gateway_port}",
-                "MOGAMES_BACKENDS_HAPPY_MOCHI": ",".join(f"127.0.0.1:{p}" for p in ports),
-                "MOGAMES_WEB_LISTEN": "",
-            },
-            gateway_log,
-        )
-        replicas.append(gateway)
-        wait_for_port(gateway_port, 30)
-        async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
+        wait_for_port(ports[2], 30)
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{ports[2]}") as channel:
             await wait_serving(channel, SERVICE)
             played = [await _play_a_little(GameClient(channel, "happy_mochi"), n) for n in range(MATCHES)]
             on_first = [m for m in played if m.match_id in _served(logs[0])]
@@ -94,8 +69,4 @@ async def test_a_silent_replica_takes_no_new_calls_and_its_matches_are_answered_
     finally:
         if stopped:
             os.kill(replicas[0].pid, signal.SIGCONT)
-        for process in replicas:
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in replicas:
-            process.wait(timeout=30)
+        stop_all(processes)

@@ -6,10 +6,14 @@ deadline. A real service process (SIGSTOPped, or killed) behind a real gateway."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import time
 import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import grpc
 from mogames.lobby.v1 import lobby_pb2, lobby_pb2_grpc
@@ -28,10 +32,12 @@ GAME = "happy_mochi"
 RPC_TIMEOUT_S = 1.0
 
 
-async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_with_a_retry_hint(
-    redis_url, tmp_path, monkeypatch
-):
-    monkeypatch.setattr(gateway.matchmaker, "RPC_TIMEOUT_S", RPC_TIMEOUT_S)
+@contextlib.asynccontextmanager
+async def one_replica_behind_a_gateway(
+    redis_url: str, tmp_path: Path
+) -> AsyncIterator[tuple[subprocess.Popen[str], grpc.aio.Channel]]:
+    """A game service process, an in-process gateway in front of it with the lobby, and a
+    channel to the gateway; the service may be stopped or killed by the test."""
     port = free_port()
     service = spawn_service(GAME, f"127.0.0.1:{port}", redis_url, tmp_path / "service.log")
     server, _checker, pools, gateway_port = await build_gateway(
@@ -45,9 +51,25 @@ async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_w
     )
     await server.start()
     channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}")
-    stopped = False
     try:
         wait_for_port(port, 30)
+        yield service, channel
+    finally:
+        await channel.close()
+        await server.stop(None)
+        for pool in pools:
+            await pool.close()
+        if service.poll() is None:
+            os.kill(service.pid, signal.SIGCONT)
+            service.terminate()
+        service.wait(timeout=20)
+
+
+async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_with_a_retry_hint(
+    redis_url, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(gateway.matchmaker, "RPC_TIMEOUT_S", RPC_TIMEOUT_S)
+    async with one_replica_behind_a_gateway(redis_url, tmp_path) as (service, channel):
         # Through the gateway first, so its channel to the replica is connected.
         assert (await GameClient(channel, GAME).create(2)).match_id
         lobby = lobby_pb2_grpc.LobbyStub(channel)
@@ -60,7 +82,6 @@ async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_w
             fill_with_bots=True,  # after 1 s: a match with a bot, made by CreateMatch
         )
         os.kill(service.pid, signal.SIGSTOP)
-        stopped = True
         started = time.monotonic()
         refused = await refusal(lobby.FindMatch(request, timeout=30))
         assert refused.code == grpc.StatusCode.UNAVAILABLE, refused
@@ -76,19 +97,9 @@ async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_w
             raise AssertionError("FindMatch succeeded against a stopped replica")
 
         os.kill(service.pid, signal.SIGCONT)
-        stopped = False
         # The replica back, the same ticket is seated (the retry the hint asked for).
         found = await lobby.FindMatch(request, timeout=30)
         assert found.joined.token and found.joined.match.match_id
-    finally:
-        if stopped:
-            os.kill(service.pid, signal.SIGCONT)
-        await channel.close()
-        await server.stop(None)
-        for pool in pools:
-            await pool.close()
-        service.terminate()
-        service.wait(timeout=20)
 
 
 async def test_lobby_calls_to_a_game_with_no_replica_up_fail_at_once_not_at_their_deadline(
@@ -98,21 +109,7 @@ async def test_lobby_calls_to_a_game_with_no_replica_up_fail_at_once_not_at_thei
     deadline_s = 120.0
     monkeypatch.setattr(gateway.matchmaker, "RPC_TIMEOUT_S", deadline_s)
     monkeypatch.setattr(gateway.lobby, "RPC_TIMEOUT_S", deadline_s)
-    port = free_port()
-    service = spawn_service(GAME, f"127.0.0.1:{port}", redis_url, tmp_path / "service.log")
-    server, _checker, pools, gateway_port = await build_gateway(
-        GatewaySettings(
-            listen="127.0.0.1:0",
-            backends={GAME: (f"127.0.0.1:{port}",)},
-            shutdown_grace_s=1,
-            log_level="warning",
-            redis_url=redis_url,
-        )
-    )
-    await server.start()
-    channel = grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}")
-    try:
-        wait_for_port(port, 30)
+    async with one_replica_behind_a_gateway(redis_url, tmp_path) as (service, channel):
         listed = await GameClient(channel, GAME).create(2, table={"public": True})
         lobby = lobby_pb2_grpc.LobbyStub(channel)
         page = await lobby.ListMatches(lobby_pb2.ListMatchesRequest(game=GAME, page_size=100), timeout=30)
@@ -138,11 +135,3 @@ async def test_lobby_calls_to_a_game_with_no_replica_up_fail_at_once_not_at_thei
         # Both answered within a few seconds (the gateway's brief wait for a connecting
         # replica, FindMatch's 1 s in the queue), not after the lobby's deadline.
         assert time.monotonic() - started < deadline_s / 4
-    finally:
-        await channel.close()
-        await server.stop(None)
-        for pool in pools:
-            await pool.close()
-        if service.poll() is None:
-            service.kill()
-            service.wait(timeout=20)

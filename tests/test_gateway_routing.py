@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 from pathlib import Path
 
 import grpc
@@ -40,7 +41,12 @@ def _served(log: Path) -> dict[str, set[str]]:
     return served
 
 
-async def test_a_matchs_calls_go_to_one_replica_and_move_when_it_goes_down(redis_url, tmp_path):
+def spawn_replicas(
+    redis_url: str, tmp_path: Path
+) -> tuple[list[subprocess.Popen[str]], list[int], list[Path]]:
+    """Two Happy Mochi replicas, listening, whose debug logs say who served what; and a
+    gateway in front of both (the last process): the processes, the replicas' ports (then
+    the gateway's) and the replicas' logs (then the gateway's)."""
     ports = [free_port(), free_port()]
     logs = [tmp_path / "replica-0.log", tmp_path / "replica-1.log"]
     replicas = [
@@ -63,6 +69,7 @@ async def test_a_matchs_calls_go_to_one_replica_and_move_when_it_goes_down(redis
             replica.kill()
         raise
     gateway_port = free_port()
+    gateway_log = tmp_path / "gateway.log"
     gateway = spawn(
         ["-m", "gateway"],
         {
@@ -70,15 +77,29 @@ async def test_a_matchs_calls_go_to_one_replica_and_move_when_it_goes_down(redis
             "MOGAMES_BACKENDS_HAPPY_MOCHI": ",".join(f"127.0.0.1:{p}" for p in ports),
             "MOGAMES_WEB_LISTEN": "",
         },
-        tmp_path / "gateway.log",
+        gateway_log,
     )
+    return [*replicas, gateway], [*ports, gateway_port], [*logs, gateway_log]
+
+
+def stop_all(processes: list[subprocess.Popen[str]]) -> None:
+    for process in processes:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    for process in processes:
+        process.wait(timeout=30)
+
+
+async def test_a_matchs_calls_go_to_one_replica_and_move_when_it_goes_down(redis_url, tmp_path):
+    processes, (*_ports, gateway_port), logs = spawn_replicas(redis_url, tmp_path)
+    replicas = processes[:2]
     try:
         wait_for_port(gateway_port, 30)
         async with grpc.aio.insecure_channel(f"127.0.0.1:{gateway_port}") as channel:
             await wait_serving(channel, "mogames.happymochi.v1.HappyMochi")
             client = GameClient(channel, "happy_mochi")
             played = [await _play_a_little(client, n) for n in range(MATCHES)]
-            served = [_served(log) for log in logs]
+            served = [_served(log) for log in logs[:2]]
             for match in played:
                 on = [n for n in (0, 1) if match.match_id in served[n]]
                 assert len(on) == 1, f"match {match.match_id} was served by replicas {on}"
@@ -99,8 +120,4 @@ async def test_a_matchs_calls_go_to_one_replica_and_move_when_it_goes_down(redis
                 assert answer.match_id == match.match_id
             assert {m.match_id for m in moved} <= set(_served(logs[1]))
     finally:
-        for process in (gateway, *replicas):
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-        for process in (gateway, *replicas):
-            process.wait(timeout=30)
+        stop_all(processes)
