@@ -32,6 +32,18 @@ GAME = "happy_mochi"
 RPC_TIMEOUT_S = 1.0
 
 
+def alone_with_a_bot() -> lobby_pb2.FindMatchRequest:
+    """A new ticket that waits 1 s alone, then has its match made with a bot (CreateMatch)."""
+    return lobby_pb2.FindMatchRequest(
+        game=GAME,
+        players=2,
+        player_name="alone",
+        ticket_id=uuid.uuid4().hex,
+        wait_seconds=1,
+        fill_with_bots=True,
+    )
+
+
 @contextlib.asynccontextmanager
 async def one_replica_behind_a_gateway(
     redis_url: str, tmp_path: Path
@@ -73,14 +85,7 @@ async def test_find_match_whose_replica_hangs_past_the_deadline_is_unavailable_w
         # Through the gateway first, so its channel to the replica is connected.
         assert (await GameClient(channel, GAME).create(2)).match_id
         lobby = lobby_pb2_grpc.LobbyStub(channel)
-        request = lobby_pb2.FindMatchRequest(
-            game=GAME,
-            players=2,
-            player_name="alone",
-            ticket_id=uuid.uuid4().hex,
-            wait_seconds=1,
-            fill_with_bots=True,  # after 1 s: a match with a bot, made by CreateMatch
-        )
+        request = alone_with_a_bot()
         os.kill(service.pid, signal.SIGSTOP)
         started = time.monotonic()
         refused = await refusal(lobby.FindMatch(request, timeout=30))
@@ -121,15 +126,7 @@ async def test_lobby_calls_to_a_game_with_no_replica_up_fail_at_once_not_at_thei
         refused = await refusal(lobby.ListMatches(lobby_pb2.ListMatchesRequest(game=GAME, page_size=100)))
         assert refused.code == grpc.StatusCode.UNAVAILABLE, refused
         assert refused.reason == "no_replica", refused
-        find = lobby_pb2.FindMatchRequest(
-            game=GAME,
-            players=2,
-            player_name="alone",
-            ticket_id=uuid.uuid4().hex,
-            wait_seconds=1,
-            fill_with_bots=True,  # after 1 s: CreateMatch, with no replica to take it
-        )
-        refused = await refusal(lobby.FindMatch(find))
+        refused = await refusal(lobby.FindMatch(alone_with_a_bot()))
         assert refused.code == grpc.StatusCode.UNAVAILABLE, refused
         assert refused.reason == "no_replica", refused
         # Both answered within a few seconds (the gateway's brief wait for a connecting
