@@ -2,10 +2,11 @@
 
 A match's calls go to one replica (a hash of the match id over the replicas that are up),
 so that replica's cache of the match stays warm; any replica answers correctly, only slower.
-Up means connected and, at the last health round, answering SERVING: a replica that stops
-answering (stopped, hung) or says NOT_SERVING (draining) takes no new calls within a round or
-two, rather than once its connection's keepalive gives up; while none answers SERVING, every
-connected replica takes calls (the health rounds themselves may be what fails).
+Up means connected and serving by the health rounds: a replica that says NOT_SERVING
+(draining) takes no new calls from that round on, and one that does not answer two rounds in
+a row (stopped, hung; one slow answer under load is forgiven) from the second, rather than
+once its connection's keepalive gives up. While none is serving, every connected replica
+takes calls (the health rounds themselves may be what fails).
 A listed name (a Kubernetes headless Service) stands for every address it resolves to,
 looked up again every health round, so each pod is a replica of its own.
 When every replica of a game is down, calls fail at once with UNAVAILABLE instead of
@@ -49,6 +50,8 @@ _CHANNEL_OPTIONS = [
 # How long a call waits for a replica that is connecting (none is up yet) before UNAVAILABLE.
 CONNECT_WAIT_S = 1.0
 HEALTH_TIMEOUT_S = 2.0
+# Health rounds in a row without an answer that take a replica out of the routing.
+SILENT_ROUNDS = 2
 # A replica that left the resolved set keeps its channel this long: the streams it holds end
 # on its own terms (a replica shutting down hands them over) before the channel closes.
 REMOVED_GRACE_S = 30.0
@@ -69,8 +72,9 @@ class Replica:
     # first calls (at start, or when a replica is added) then hash over every replica, not
     # over whichever happened to connect first, and a match does not move once the rest do.
     connected_once: bool = False
-    # The last health round's answer (until the first: serving).
+    # By the health rounds (until the first: serving), and how many in a row it has not answered.
     serving: bool = True
+    silent_rounds: int = 0
     _calls: dict[tuple[str, str], Any] = field(default_factory=dict)
 
     @classmethod
@@ -201,7 +205,8 @@ class ReplicaPool:
         for closing in list(self._retiring):
             closing.cancel()
 
-    async def _replica_serving(self, channel: grpc.aio.Channel) -> bool:
+    async def _replica_serving(self, channel: grpc.aio.Channel) -> bool | None:
+        """Whether the replica answers SERVING; None: no answer."""
         request = health_pb2.HealthCheckRequest(service=self.service)
         try:
             # Waiting for a replica that is (re)connecting: the checks run side by side, so a
@@ -210,7 +215,7 @@ class ReplicaPool:
                 request, timeout=HEALTH_TIMEOUT_S, wait_for_ready=True
             )
         except grpc.aio.AioRpcError:
-            return False
+            return None
         return bool(reply.status == health_pb2.HealthCheckResponse.SERVING)
 
     async def serving_count(self) -> int:
@@ -218,14 +223,18 @@ class ReplicaPool:
         for ``ready`` (a change logged once)."""
         replicas = list(self.replicas)
         answers = await asyncio.gather(*(self._replica_serving(r.channel) for r in replicas))
-        for replica, serving in zip(replicas, answers, strict=True):
+        for replica, answer in zip(replicas, answers, strict=True):
+            replica.silent_rounds = 0 if answer is not None else replica.silent_rounds + 1
+            serving = (
+                answer if answer is not None else replica.serving and replica.silent_rounds < SILENT_ROUNDS
+            )
             if serving != replica.serving:
                 replica.serving = serving
                 if serving:
                     log.info("backend_replica_serving", backend=self.service, replica=replica.address)
                 else:
                     log.warning("backend_replica_not_serving", backend=self.service, replica=replica.address)
-        return sum(answers)
+        return sum(1 for answer in answers if answer)
 
     async def serving(self) -> bool:
         return await self.serving_count() > 0

@@ -1,19 +1,24 @@
 """A replica that stops answering (SIGSTOPped: its connection stays open, so only its health
-checks tell) takes no new calls once a health round finds it silent: its matches are answered
-by the other replica, rather than hanging until the connection's keepalive gives up (30 s),
-and it takes calls again once it answers. Real processes."""
+checks tell) takes no new calls once the health rounds find it silent: its matches are
+answered by the other replica, rather than hanging until the connection's keepalive gives up
+(30 s), and it takes calls again once it answers. Real processes; the rounds' rules against a
+real health server that answers as told."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
 from pathlib import Path
+from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from clients.game_client import GameClient
 from deploy.redis_server import wait_for_port
+from gateway.backends import HEALTH_TIMEOUT_S, ReplicaPool
 from tests.helpers import wait_serving, wait_until
 from tests.test_gateway_routing import MATCHES, _play_a_little, _served, spawn_replicas, stop_all
 
@@ -70,3 +75,47 @@ async def test_a_silent_replica_takes_no_new_calls_and_its_matches_are_answered_
         if stopped:
             os.kill(replicas[0].pid, signal.SIGCONT)
         stop_all(processes)
+
+
+class _Health(health_pb2_grpc.HealthServicer):
+    """A replica's health service that answers as told: a status, or nothing (it stalls past
+    the gateway's health timeout)."""
+
+    def __init__(self) -> None:
+        self.status = health_pb2.HealthCheckResponse.SERVING
+        self.stall = False
+
+    async def Check(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        if self.stall:
+            await asyncio.sleep(HEALTH_TIMEOUT_S + 1)
+        return health_pb2.HealthCheckResponse(status=self.status)
+
+
+async def test_one_silent_health_round_is_forgiven_two_are_not_and_not_serving_counts_at_once():
+    health = _Health()
+    server = grpc.aio.server()
+    health_pb2_grpc.add_HealthServicer_to_server(health, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    pool = ReplicaPool(SERVICE, (f"127.0.0.1:{port}",))
+    try:
+        [replica] = pool.replicas
+        await asyncio.wait_for(replica.channel.channel_ready(), 10)
+
+        async def round_() -> list[bool]:
+            await pool.serving_count()
+            return [r.serving for r in pool.replicas]
+
+        assert await round_() == [True]
+        health.stall = True
+        assert await round_() == [True]  # a slow answer under load, once
+        assert await round_() == [False]  # silent twice in a row: out of the routing
+        health.stall = False
+        assert await round_() == [True]
+        health.status = health_pb2.HealthCheckResponse.NOT_SERVING
+        assert await round_() == [False]  # draining: out at once
+        # None serving: the connected ones still take calls.
+        assert pool.ready() == [replica]
+    finally:
+        await pool.close()
+        await server.stop(None)
