@@ -16,8 +16,8 @@ waiting for a deadline; they wait (briefly) only for a replica that is still con
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -67,7 +67,7 @@ class Replica:
 
     address: str
     channel: grpc.aio.Channel
-    seed: int  # its weight in the match hash comes from its address, not its place in a list
+    seed: bytes  # its weight in the match hash comes from its address, not its place in a list
     # Until its first connection a replica counts as up while it connects: the gateway's
     # first calls (at start, or when a replica is added) then hash over every replica, not
     # over whichever happened to connect first, and a match does not move once the rest do.
@@ -80,7 +80,7 @@ class Replica:
     @classmethod
     def connect(cls, address: str) -> Replica:
         channel = grpc.aio.insecure_channel(f"dns:///{address}", options=_CHANNEL_OPTIONS)
-        return cls(address, channel, zlib.crc32(address.encode()))
+        return cls(address, channel, seed_of(address))
 
     def is_up(self) -> bool:
         """Connected, or still making its first connection (a call on it waits for that)."""
@@ -96,6 +96,18 @@ class Replica:
         if made is None:
             made = self._calls[(kind, method)] = getattr(self.channel, kind)(method)
         return made
+
+
+def seed_of(address: str) -> bytes:
+    """A replica's key in the match hash, from its address."""
+    return hashlib.blake2b(address.encode(), digest_size=32).digest()
+
+
+def weight(key: bytes, seed: bytes) -> int:
+    """A replica's weight for a match (``key``) in rendezvous hashing: a keyed BLAKE2 hash, so
+    every replica wins its share of the matches. (A CRC seeded with the replica is affine in
+    the seed: the replicas' weights then differ by constants, and one of three won half.)"""
+    return int.from_bytes(hashlib.blake2b(key, digest_size=8, key=seed).digest(), "big")
 
 
 class ReplicaPool:
@@ -169,7 +181,7 @@ class ReplicaPool:
         if len(ready) == 1:
             return ready[0]
         if key:
-            return max(ready, key=lambda r: zlib.crc32(key, r.seed))
+            return max(ready, key=lambda r: weight(key, r.seed))
         return ready[next(self._turn) % len(ready)]
 
     async def _wait_for_one(self) -> list[Replica]:
