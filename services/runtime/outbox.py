@@ -157,7 +157,7 @@ class Outbox:
         for element in elements:
             if not self.in_commit:
                 await self._append(element, maxlen)
-            entries += [dict(zip(f[::2], f[1::2], strict=True)) for f in _decode_entries(element)]
+            entries += _entries(element)
         if entries:
             await tell(match_id, entries)
         for element in elements:
@@ -165,10 +165,13 @@ class Outbox:
             await self.redis.lrem(outbox, 1, element)
         return len(entries)
 
-    async def _append(self, payload: str, maxlen: int) -> int:
+    async def _append(self, payload: str, maxlen: int) -> None:
         """One after another: the stream's node may not be the match's (a cluster)."""
-        entries = _decode_entries(payload)
-        for fields in entries:
-            entry: dict[Any, Any] = dict(zip(fields[::2], fields[1::2], strict=True))
-            await self.redis.xadd(keys.activity(self.game), entry, maxlen=maxlen, approximate=True)
-        return len(entries)
+        for entry in _entries(payload):
+            fields: dict[Any, Any] = dict(entry)
+            await self.redis.xadd(keys.activity(self.game), fields, maxlen=maxlen, approximate=True)
+
+
+def _entries(payload: str) -> list[dict[str, str]]:
+    """An outbox element's entries, each its fields (field to value), in commit order."""
+    return [dict(zip(fields[::2], fields[1::2], strict=True)) for fields in _decode_entries(payload)]

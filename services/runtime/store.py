@@ -35,7 +35,7 @@ from services.runtime.due import wake_lua
 from services.runtime.event_packing import packing_for
 from services.runtime.history import KEEP_RECENT, HistoryReads, RecordedAnswer, StoredCommit, StoredEvent
 from services.runtime.history_chunks import merge_chunks, pack_chunk
-from services.runtime.outbox import Notices, Outbox
+from services.runtime.outbox import Notices, Outbox, mark_of
 from services.runtime.record import MatchRecord
 from services.runtime.redis_client import NOW_MS_LUA, IdleClosingPool, RedisClient, text
 
@@ -93,11 +93,11 @@ end
 #       12 the match's due time to wake its due-set entry with ('' = none; one Redis only:
 #       the due set is then the last key), 13 the match id (the due set's member),
 #       14 how many of the archive's last elements the chunk replaces (merged into it),
-#       15 the commit's activity notices ('' = none; services/runtime/outbox.py), 16 the
-#       index in KEYS of the key they go to, 17 the activity stream's cap: the stream itself
-#       on one Redis (then the match's outbox and the game's outbox marks follow it in KEYS:
-#       the notices are also kept there, marked, until the committer has told the players),
-#       or 0: the match's outbox (its own slot) on a cluster.
+#       15 the commit's activity notices ('' = none; services/runtime/outbox.py), kept in the
+#       match's outbox until the committer has told the players, 16 the outbox's index in
+#       KEYS, 17 the activity stream's cap, or 0 on a cluster (the stream is in another slot,
+#       appended after the commit); on one Redis the stream and the game's outbox marks follow
+#       the outbox in KEYS, and the notices go into the stream too, marked with 18 the mark.
 # Returns {'ok', new rev[, the tail's oldest CHUNK elements, the archive's first chunk
 # (false: none yet)[, its last MERGE - 1 elements, to merge] when they are due for the
 # archive]}, {'conflict', rev} or {'duplicate', version}.
@@ -138,19 +138,15 @@ if ARGV[9] ~= '' and KEYS[6] then
   redis.call('XADD', KEYS[6], 'MAXLEN', '~', ARGV[8], '*', unpack(cjson.decode(ARGV[9])))
 end
 if ARGV[15] ~= '' then
-  local into = KEYS[tonumber(ARGV[16])]
-  if ARGV[17] == '0' then
-    redis.call('RPUSH', into, ARGV[15])
-    redis.call('EXPIRE', into, ARGV[3])
-  else
+  local at = tonumber(ARGV[16])
+  redis.call('RPUSH', KEYS[at], ARGV[15])
+  redis.call('EXPIRE', KEYS[at], ARGV[3])
+  if ARGV[17] ~= '0' then
     for _, fields in ipairs(cjson.decode(ARGV[15])) do
-      redis.call('XADD', into, 'MAXLEN', '~', ARGV[17], '*', unpack(fields))
+      redis.call('XADD', KEYS[at + 1], 'MAXLEN', '~', ARGV[17], '*', unpack(fields))
     end
-    local kept = KEYS[tonumber(ARGV[16]) + 1]
-    redis.call('RPUSH', kept, ARGV[15])
-    redis.call('EXPIRE', kept, ARGV[3])
     MARK_TIME
-    redis.call('ZADD', KEYS[tonumber(ARGV[16]) + 2], 'NX', now, ARGV[13] .. '/' .. ARGV[1])
+    redis.call('ZADD', KEYS[at + 2], 'NX', now, ARGV[18])
   end
 end
 if ARGV[12] ~= '' then
@@ -340,18 +336,16 @@ class MatchStore(HistoryReads):
             assert feed is not None
             script_keys.append(feed.key)
         if notices is None:
-            argv += ["", 0, 0]
-        elif self.outbox.in_commit:
-            script_keys += [
-                keys.activity(notices.game),
-                keys.outbox(match_id),
-                keys.outbox_marks(notices.game),
-            ]
-            argv += [notices.payload, len(script_keys) - 2, notices.maxlen]
+            argv += ["", 0, 0, ""]
         else:
-            await self.outbox.mark(match_id, record.rev)
             script_keys.append(keys.outbox(match_id))
-            argv += [notices.payload, len(script_keys), 0]
+            argv += [notices.payload, len(script_keys)]
+            if self.outbox.in_commit:
+                script_keys += [keys.activity(notices.game), keys.outbox_marks(notices.game)]
+                argv += [notices.maxlen, mark_of(match_id, record.rev)]
+            else:
+                await self.outbox.mark(match_id, record.rev)
+                argv += [0, ""]
         if wake_due_ms is not None:
             assert self.wakes_in_commit, "the due set is in another slot: wake it after the commit"
             script_keys.append(keys.due(record.game))
