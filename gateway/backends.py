@@ -236,10 +236,12 @@ class ReplicaPool:
         replicas = list(self.replicas)
         answers = await asyncio.gather(*(self._replica_serving(r.channel) for r in replicas))
         for replica, answer in zip(replicas, answers, strict=True):
-            replica.silent_rounds = 0 if answer is not None else replica.silent_rounds + 1
-            serving = (
-                answer if answer is not None else replica.serving and replica.silent_rounds < SILENT_ROUNDS
-            )
+            if answer is None:
+                replica.silent_rounds += 1
+                serving = replica.serving and replica.silent_rounds < SILENT_ROUNDS
+            else:
+                replica.silent_rounds = 0
+                serving = answer
             if serving != replica.serving:
                 replica.serving = serving
                 if serving:

@@ -226,13 +226,14 @@ class Activity:
 
     async def _write(self, pending: Pending, rev: int) -> None:
         facts, now_ms, notices = pending.facts, pending.now_ms, pending.notices
-        settled = pending.entries is not None
+        # What clears the outbox and its mark once the players are told (nothing if it failed).
+        settle: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []
         if pending.entries is not None:
             try:
                 await self.outbox.append(pending.entries)
+                settle = self.outbox.settle(facts.match_id, rev - 1, pending.entries)
             except Exception:
                 # Still in the outbox, and marked: the scheduler's sweep delivers them.
-                settled = False
                 log.exception("outbox_deliver_failed", match_id=facts.match_id, version=facts.version)
         humans = ["" if bot else player for player, bot in zip(pending.players, pending.bots, strict=True)]
         ended = facts.status in ("FINISHED", "ABANDONED")
@@ -256,12 +257,7 @@ class Activity:
                 if seat in seats and not (notice == YOUR_TURN and ended):
                     told.append(_told(notice, facts.match_id, facts.version, player, summary))
         commands += [("publish", (channel, message), {}) for channel, message in told]
-        if settled and pending.entries is not None:
-            commands += [
-                (name, args, {})
-                for name, args in self.outbox.settle(facts.match_id, rev - 1, pending.entries)
-            ]
-        await self._send(commands)
+        await self._send(commands + settle)
 
     async def tell_again(
         self, facts: Any, rev: int, players: list[str], at_ms: int, entries: list[dict[str, str]]

@@ -119,12 +119,15 @@ class Outbox:
         if not self.in_commit:
             await self._append(notices.payload, notices.maxlen)
 
-    def settle(self, match_id: str, rev: int, notices: Notices) -> list[tuple[str, tuple[Any, ...]]]:
-        """The commands that end the commit on ``rev``'s stay: out of the outbox, then the mark
-        (last: a committer that dies before leaves the sweep to tell the players)."""
+    def settle(
+        self, match_id: str, rev: int, notices: Notices
+    ) -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
+        """The commands (name, args, kwargs) that end the commit on ``rev``'s stay: out of the
+        outbox, then the mark (last: a committer that dies before leaves the sweep to tell the
+        players)."""
         return [
-            ("lrem", (keys.outbox(match_id), 1, notices.payload)),
-            ("zrem", (self.marks, mark_of(match_id, rev))),
+            ("lrem", (keys.outbox(match_id), 1, notices.payload), {}),
+            ("zrem", (self.marks, mark_of(match_id, rev)), {}),
         ]
 
     async def sweep(self, maxlen: int, tell: Tell, grace_ms: int = GRACE_MS) -> dict[str, int]:
