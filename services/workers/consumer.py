@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +34,8 @@ Handler = Callable[[ActivityEntry], Awaitable[None]]
 BLOCK_MS = 1000
 LAG_EVERY_S = 2.0
 RETRY_AFTER_ERROR_S = 0.5
+# How long an acknowledged entry is remembered: far beyond a read's block or a claim's round trip.
+ACKED_KEPT_S = 60.0
 # In order, an entry whose handler failed (other than on Redis) this often is passed over.
 MAX_FAILURES = 5
 
@@ -89,6 +91,9 @@ class ActivityConsumer:
         # read failed) or a claim of its own idle ones returns them too, and handling one
         # twice at once would deliver it twice.
         self._in_flight: set[tuple[str, str]] = set()  # (game, entry id): ids repeat across streams
+        # Entries this consumer acknowledged lately, oldest first: a claim or a read sent before
+        # the acknowledgement may still return one after its handling ended.
+        self._acked: OrderedDict[tuple[str, str], float] = OrderedDict()
         # In order: how often each entry's handler failed other than on Redis.
         self._failures: Counter[str] = Counter()
 
@@ -161,7 +166,7 @@ class ActivityConsumer:
                 await self._handle_in_order(game, entry_id, fields)
                 started += 1
                 continue
-            if (game, entry_id) in self._in_flight:
+            if (game, entry_id) in self._in_flight or (game, entry_id) in self._acked:
                 continue
             self._in_flight.add((game, entry_id))
             started += 1
@@ -206,6 +211,7 @@ class ActivityConsumer:
             if entry is not None:
                 await self.handle(entry)
             await self.redis.xack(keys.activity(game), self.settings.group, entry_id)
+            self._remember_acked((game, entry_id))
         except Exception as error:  # left pending: claimed again later
             log.error("activity_entry_failed", game=game, entry=entry_id, error=repr(error))
             await asyncio.sleep(RETRY_AFTER_ERROR_S)
@@ -213,6 +219,12 @@ class ActivityConsumer:
             self._in_flight.discard((game, entry_id))
             if release:
                 self._slots.release()
+
+    def _remember_acked(self, entry: tuple[str, str]) -> None:
+        now = time.monotonic()
+        self._acked[entry] = now
+        while self._acked and next(iter(self._acked.values())) < now - ACKED_KEPT_S:
+            self._acked.popitem(last=False)
 
     async def _measure(self) -> None:
         while True:
