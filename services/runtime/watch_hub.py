@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -379,24 +379,37 @@ class WatchHub:
         _settle(watchers, record)
 
     def _prompt(self, match: _Match, record: MatchRecord, watchers: list[_Watcher]) -> None:
-        if record.rev < match.prompts_rev:
-            return  # a read that began before a newer commit handed over here
-        if match.prompts_rev != record.rev:
-            match.prompts_rev, match.prompts = record.rev, {}
-        seats = {w.seat for w in watchers if w.seat is not None} - match.prompts.keys()
-        if seats:
-            made = self._make_prompts(record, seats)
-            match.prompts.update({seat: made.get(seat) for seat in seats})
-        prompts = match.prompts
-        # A watcher still short of the record's last event gets its prompt on the read
-        # that brings that event (its commit's notification is on the way).
+        """Prompt each seat's watcher that has every event of ``record`` and was not prompted
+        at its version yet. One short of the record's last event gets its prompt on the read
+        that brings that event (its commit's notification is on the way)."""
         latest = (record.version, record.event_seq)
-        for watcher in watchers:
-            body = prompts.get(watcher.seat) if watcher.seat is not None else None
-            if body is None or watcher.prompted >= record.version or watcher.cursor < latest:
+        due = [
+            w for w in watchers if w.seat is not None and w.prompted < record.version and w.cursor >= latest
+        ]
+        if not due:
+            return
+        seats = {w.seat for w in due if w.seat is not None}
+        prompts: Mapping[int, dict[str, Any] | None]
+        if record.rev < match.prompts_rev:
+            # A read that reached Redis before a commit handed over here since (as the seat's
+            # own connection event, committed while its new stream catches up): the watchers
+            # it brought up to its record are prompted from it, as a read answered a moment
+            # sooner would have prompted them, and the newer record's prompts stay kept.
+            prompts = self._make_prompts(record, seats)
+        else:
+            if match.prompts_rev != record.rev:
+                match.prompts_rev, match.prompts = record.rev, {}
+            missing = seats - match.prompts.keys()
+            if missing:
+                made = self._make_prompts(record, missing)
+                match.prompts.update({seat: made.get(seat) for seat in missing})
+            prompts = match.prompts
+        for watcher in due:
+            assert watcher.seat is not None
+            body = prompts.get(watcher.seat)
+            if body is None:
                 continue
             watcher.prompted = record.version
-            assert watcher.seat is not None
             watcher.give(StoredEvent(record.version, 0, (watcher.seat,), body))
 
 
