@@ -40,4 +40,12 @@ engine: no grpc, redis, asyncio or logging), which exposes:
 ``PLAYOUT_STEPS: int`` (optional, only with ``evaluate``)
     The moves after which a playout stops and ``evaluate`` scores it; without it playouts
     run to the end of the match.
+
+``playout_steps(state) -> int | None`` (optional, only with ``evaluate``)
+    Instead of ``PLAYOUT_STEPS``, the limit for a playout from ``state`` (None: none), for a
+    game whose last turns are worth playing out to the end and its first ones are not.
+
+``round_of(state) -> int`` (optional, only with ``evaluate``)
+    The round ``state`` is in: a playout stops, and ``evaluate`` scores it, where the round it
+    started in ends (the next round's deal then knows nothing of the decision).
 """

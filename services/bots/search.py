@@ -43,10 +43,11 @@ def outcome(state: Any, seat: int) -> float:
 def playout(adapter: ModuleType, state: Any, seat: int, rng: random.Random) -> float:
     """Play ``state`` on with the adapter's playout policy; ``seat``'s reward in [0, 1]."""
     evaluate = getattr(adapter, "evaluate", None)
-    limit = getattr(adapter, "PLAYOUT_STEPS", None) if evaluate is not None else None
+    limit, round_of = _horizon(adapter, state) if evaluate is not None else (None, None)
+    start = round_of(state) if round_of is not None else None
     steps = 0
     while not state.is_over():
-        if limit is not None and steps >= limit:
+        if (limit is not None and steps >= limit) or (round_of is not None and round_of(state) != start):
             return float(evaluate(state, seat))  # type: ignore[misc]
         active = state.active_seats()
         if not active:
@@ -57,6 +58,14 @@ def playout(adapter: ModuleType, state: Any, seat: int, rng: random.Random) -> f
     if state.is_over():
         return outcome(state, seat)
     return float(evaluate(state, seat)) if evaluate is not None else 0.5
+
+
+def _horizon(adapter: ModuleType, state: Any) -> tuple[int | None, Any]:
+    """Where a playout from ``state`` stops for ``evaluate``: after how many moves (None: no
+    limit), and whether at the end of its round (the adapter's ``round_of``, else None)."""
+    steps_of = getattr(adapter, "playout_steps", None)
+    limit = steps_of(state) if steps_of is not None else getattr(adapter, "PLAYOUT_STEPS", None)
+    return limit, getattr(adapter, "round_of", None)
 
 
 def search(

@@ -40,9 +40,9 @@ def cheating_decision(game: str, state: Any, seat: int, events: list[Any], seed:
     class Peeking:
         def __init__(self, module: Any) -> None:
             self.playout_move = module.playout_move
-            if hasattr(module, "evaluate"):
-                self.evaluate = module.evaluate
-                self.PLAYOUT_STEPS = getattr(module, "PLAYOUT_STEPS", None)
+            for name in ("evaluate", "PLAYOUT_STEPS", "playout_steps", "round_of"):
+                if hasattr(module, name):
+                    setattr(self, name, getattr(module, name))
 
         def determinize(self, view: JsonDict, seat: int, rng: random.Random, history: Any = None) -> Any:
             return type(state).from_dict(state.to_dict())

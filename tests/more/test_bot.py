@@ -4,20 +4,27 @@ would be at the table; the candidates are legal; when a Pair partner takes a pil
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
 
+from services.bots.search import playout
+from services.more import bot
 from services.more.bot import (
+    ENDGAME,
+    EVALUATE_SCALE,
     LATE,
     LATE_PILE,
     PILE_MARGIN,
+    PLAYOUT_STEPS,
     SMALL_PILE,
     candidate_moves,
     determinize,
     playout_move,
+    playout_steps,
 )
-from services.more.cards import DECK_SIZE, meld_points, points
+from services.more.cards import DECK_SIZE, identity, meld_points, points
 from services.more.rules import State
 from tests.bots.positions import positions
 
@@ -158,24 +165,80 @@ def test_late_in_the_round_a_pair_partner_with_two_cards_keeps_the_cheaper():
     assert kept > 10
 
 
-def test_the_search_weighs_the_pile_for_the_solo_and_for_a_partner_once_the_solo_takes_piles():
-    weighed = {True: 0, False: 0}
+def _to_draw(state: State) -> int:
+    waiting = [pile for side, pile in state.more.items() if state.more_state[side] == "waiting"]
+    return len(state.draw) + sum(map(len, waiting))
+
+
+def test_the_search_weighs_the_pile_for_the_solo_for_a_partner_once_the_solo_takes_piles_and_late():
+    weighed = {"solo": 0, "partner": 0, "partner late": 0}
     for state, seat in _playout_positions(range(10)):
         moves = state.legal_moves(seat)
+        late = _to_draw(state) <= ENDGAME
         for solo_took in (False, True):
             state.solo_takes_piles = solo_took  # type: ignore[attr-defined]
             candidates = candidate_moves(state, seat, random.Random(1))
             policy = playout_move(state, seat, None)
-            if state.phase == "draw" and {"take_pile": {}} in moves and (seat == state.solo or solo_took):
+            if (
+                state.phase == "draw"
+                and {"take_pile": {}} in moves
+                and (seat == state.solo or solo_took or late)
+            ):
                 assert candidates[0] == policy
                 assert sorted(map(str, candidates)) == sorted(map(str, [{"draw": {}}, {"take_pile": {}}]))
-                weighed[seat == state.solo] += 1
+                weighed["solo" if seat == state.solo else "partner late" if late else "partner"] += 1
             elif state.phase == "draw" or (
-                state.phase == "play" and not state.t.opening and any("discard" in m for m in moves)
+                state.phase == "play"
+                and not state.t.opening
+                and any("discard" in m for m in moves)
+                and not late
             ):
                 assert candidates == [policy]
-    assert weighed[True] > 20
-    assert weighed[False] > 20
+    assert all(count > 5 for count in weighed.values()), weighed
+
+
+def test_in_the_endgame_the_search_weighs_one_discard_of_every_card_besides_the_policys_move():
+    weighed = 0
+    for state, seat in _playout_positions(range(10)):
+        moves = state.legal_moves(seat)
+        if state.phase != "play" or state.t.opening or not any("discard" in m for m in moves):
+            continue
+        candidates = candidate_moves(state, seat, random.Random(1))
+        policy = playout_move(state, seat, None)
+        if _to_draw(state) > ENDGAME:
+            assert candidates == [policy]
+            continue
+        assert candidates[0] == policy
+        discarded = [identity(m["discard"]["card"]) for m in candidates if "discard" in m]
+        held = {identity(m["discard"]["card"]) for m in moves if "discard" in m}
+        assert sorted(discarded) == sorted(held), "each card once, two copies as one"
+        assert all(m in moves for m in candidates)
+        weighed += len(held) > 1
+    assert weighed > 20
+
+
+def test_a_playout_in_the_endgame_runs_to_the_rounds_end_and_scores_the_totals_there():
+    """Many rounds: the playout stops where its round ends, the next one just dealt, and scores
+    the match's totals then (not what the new hands hold); earlier, after PLAYOUT_STEPS moves."""
+    ended = 0
+    for seed in range(6):
+        state = State.new(3, seed, {"max_rounds": 0})
+        rng = random.Random(seed)
+        while _to_draw(state) > ENDGAME or state.phase == "bidding":
+            seat = state.active_seats()[0]
+            state.apply(seat, playout_move(state, seat, rng))
+        start, seat = state.round, state.active_seats()[0]
+        assert playout_steps(state) is None
+        reward = playout(bot, state, seat, random.Random(seed))
+        if state.is_over():
+            continue
+        assert state.round == start + 1 and not state.melds and len(state.discard) == 1
+        lead = state.totals[seat] - max(t for p, t in enumerate(state.totals) if p != seat)
+        assert reward == pytest.approx(1 / (1 + math.exp(-lead / EVALUATE_SCALE)))
+        ended += 1
+    assert ended >= 3
+    early = State.new(3, 1, {"max_rounds": 0})
+    assert playout_steps(early) == PLAYOUT_STEPS
 
 
 def _melded(state: State, side: str) -> int:
