@@ -131,16 +131,25 @@ def _on_same_samples(
     visits = [0] * len(moves)
     totals = [0.0] * len(moves)
     done = 0
+
+    def spent() -> bool:
+        return budget.cpu_s is not None and done > 0 and time.process_time() - started >= budget.cpu_s
+
     while done + len(moves) <= max(budget.playouts, len(moves)):
-        if budget.cpu_s is not None and done and time.process_time() - started >= budget.cpu_s:
-            break
-        if done >= SETTLED_AFTER and settled(visits, totals, done):
+        if spent() or (done >= SETTLED_AFTER and settled(visits, totals, done)):
             break
         sample_seed, playout_seed = rng.getrandbits(64), rng.getrandbits(64)
-        for i, move in enumerate(moves):
+        rewards: list[float] = []
+        for move in moves:
+            if spent():
+                break
             state = adapter.determinize(view, seat, random.Random(sample_seed), history=history)
+            rewards.append(_played_out(adapter, state, seat, move, random.Random(playout_seed)))
+        if len(rewards) < len(moves):
+            break  # a sample the budget cut short is left out: every move is judged on the same ones
+        for i, reward in enumerate(rewards):
             visits[i] += 1
-            totals[i] += _played_out(adapter, state, seat, move, random.Random(playout_seed))
+            totals[i] += reward
         done += len(moves)
     return moves[max(range(len(moves)), key=lambda i: (totals[i], -i))]
 

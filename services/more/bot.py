@@ -52,6 +52,7 @@ SAME_SAMPLES = True
 # scores what every hand still holds: the search then weighs every discard and, for every
 # seat, drawing against taking the discard pile (the last turns decide who holds the least).
 ENDGAME = 12
+ENDGAME_DISCARDS = 8  # the discards weighed there, in the policy's order (a hand may hold dozens)
 DEALT_TO_DRAW = DECK_SIZE - PLAYERS * HAND_SIZE - 1  # left to draw when a round has just been dealt
 
 
@@ -280,18 +281,22 @@ def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDic
         if (t.opening and t.halves < OPENING_HALVES) or not any("discard" in m for m in moves):
             return _first_steps(moves)
         if endgame:
-            return [policy, *_other_discards(moves, policy)]
+            return [policy, *_other_discards(state, seat, moves, policy)]
     return [policy]
 
 
-def _other_discards(moves: list[JsonDict], policy: JsonDict) -> list[JsonDict]:
-    """One discard of each card (two copies are the same card) but the policy's own."""
-    seen = {IDENTITY[policy["discard"]["card"]]} if "discard" in policy else set()
+def _other_discards(state: State, seat: int, moves: list[JsonDict], policy: JsonDict) -> list[JsonDict]:
+    """The first ``ENDGAME_DISCARDS`` discards in the policy's order, one of each card (two copies
+    are the same card), but the policy's own move."""
+    key = _discard_key(state, seat, None)
+    cards = sorted((m["discard"]["card"] for m in moves if "discard" in m), key=key)
+    seen: set[tuple[int, int]] = set()
     discards = []
-    for move in moves:
-        if "discard" in move and IDENTITY[move["discard"]["card"]] not in seen:
-            seen.add(IDENTITY[move["discard"]["card"]])
-            discards.append(move)
+    for card in cards:
+        if IDENTITY[card] not in seen and len(seen) < ENDGAME_DISCARDS:
+            seen.add(IDENTITY[card])
+            if policy != {"discard": {"card": card}}:
+                discards.append({"discard": {"card": card}})
     return discards
 
 

@@ -3,6 +3,7 @@ the same samples finds what fresh samples miss."""
 
 from __future__ import annotations
 
+import time
 from types import ModuleType
 
 from services.bots.levels import Budget
@@ -89,3 +90,26 @@ def test_on_fresh_samples_the_same_budget_misses_that_edge():
     budget = Budget(playouts=150, cpu_s=None)
     chosen = [search(_coin_adapter(False, []), {}, 0, budget, seed) for seed in range(20)]
     assert any(move != {"edge": 0.2} for move in chosen)
+
+
+def test_a_sample_the_cpu_budget_cuts_short_is_left_out():
+    """Every move is judged on the same samples: a sample the budget stops before each move has
+    been played on it counts for none (here it would have tied the first move with the best)."""
+    deals: list[float] = []
+    scripted = [0.5, 0.35, 0.35, 0.35]  # the opening sample, then one whole: only edge 0.2 wins
+
+    def determinize(view, seat, rng, history=None):
+        if len(deals) < len(scripted):
+            deals.append(scripted[len(deals)])
+        else:  # the second sample: its first move's playout spends the budget, and wins
+            spin_until = time.process_time() + 0.06
+            while time.process_time() < spin_until:
+                pass
+            deals.append(0.9 if len(deals) == len(scripted) else 0.0)
+        return _CoinState(deals[-1])
+
+    module = _coin_adapter(True, [])
+    module.determinize = determinize  # type: ignore[attr-defined]
+    move = search(module, {}, 0, Budget(playouts=4000, cpu_s=0.05), seed=1)
+    assert len(deals) == len(scripted) + 1, "the search stopped within the cut sample"
+    assert move == {"edge": 0.2}
