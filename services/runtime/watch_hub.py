@@ -384,11 +384,13 @@ class WatchHub:
         that brings that event (its commit's notification is on the way)."""
         latest = (record.version, record.event_seq)
         due = [
-            w for w in watchers if w.seat is not None and w.prompted < record.version and w.cursor >= latest
+            (w, w.seat)
+            for w in watchers
+            if w.seat is not None and w.prompted < record.version and w.cursor >= latest
         ]
         if not due:
             return
-        seats = {w.seat for w in due if w.seat is not None}
+        seats = {seat for _, seat in due}
         prompts: Mapping[int, dict[str, Any] | None]
         if record.rev < match.prompts_rev:
             # A read that reached Redis before a commit handed over here since (as the seat's
@@ -404,13 +406,12 @@ class WatchHub:
                 made = self._make_prompts(record, missing)
                 match.prompts.update({seat: made.get(seat) for seat in missing})
             prompts = match.prompts
-        for watcher in due:
-            assert watcher.seat is not None
-            body = prompts.get(watcher.seat)
+        for watcher, seat in due:
+            body = prompts.get(seat)
             if body is None:
                 continue
             watcher.prompted = record.version
-            watcher.give(StoredEvent(record.version, 0, (watcher.seat,), body))
+            watcher.give(StoredEvent(record.version, 0, (seat,), body))
 
 
 class _Committing:

@@ -154,9 +154,7 @@ def test_late_in_the_round_a_pair_partner_with_two_cards_keeps_the_cheaper():
     kept = 0
     for state, seat in _playout_positions(range(40)):
         hand = state.hands[seat]
-        waiting = [pile for side, pile in state.more.items() if state.more_state[side] == "waiting"]
-        to_draw = len(state.draw) + sum(map(len, waiting))
-        if state.phase != "play" or seat == state.solo or len(hand) != 2 or to_draw >= LATE:
+        if state.phase != "play" or seat == state.solo or len(hand) != 2 or _to_draw(state) >= LATE:
             continue
         move = playout_move(state, seat, random.Random(0))
         if "discard" not in move or points(hand[0]) == points(hand[1]):
@@ -252,8 +250,7 @@ def test_a_pair_partner_takes_a_large_pile_only_against_a_solo_who_takes_piles_a
     for state, seat in _playout_positions(range(30)):
         if state.phase != "draw" or seat == state.solo or {"take_pile": {}} not in state.legal_moves(seat):
             continue
-        waiting = [pile for side, pile in state.more.items() if state.more_state[side] == "waiting"]
-        late = len(state.draw) + sum(map(len, waiting)) < LATE_PILE
+        late = _to_draw(state) < LATE_PILE
         small = len(state.discard) <= SMALL_PILE
         for solo_took in (False, True):
             state.solo_takes_piles = solo_took  # type: ignore[attr-defined]
