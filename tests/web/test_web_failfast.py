@@ -127,8 +127,10 @@ async def native_call(kind: str, native_port: int, match_id: str, token: str) ->
         play = channel.stream_stream(
             PLAY, request_serializer=happymochi_pb2.PlayMatchRequest.SerializeToString
         )
+        # The gateway routes PlayMatch by its token and refuses before any request, so none is
+        # written: a write racing the refusal ends the call INTERNAL on grpc's Python client
+        # (a send into a stream the server has just closed), hiding the status it was sent.
         call = play(metadata=(("authorization", f"Bearer {token}"),), timeout=DEADLINE_S)
-        await call.write(_watch(match_id))
         await call.read()
         call.cancel()
 
