@@ -29,13 +29,14 @@ engine: no grpc, redis, asyncio or logging), which exposes:
 ``evaluate(state, seat) -> float`` (optional)
     How good ``state`` looks for ``seat``, in [0, 1], where a playout is cut off.
 
-``candidate_moves(state, seat, rng) -> list[move]`` (optional)
+``candidate_moves(state, seat, rng, deep=True) -> list[move]`` (optional)
     The moves the search weighs for ``seat`` in a determinization ``state``: a non-empty
     subset of ``state.legal_moves(seat)`` chosen from what the seat knows (its own hand, the
     public board), so the list is the same for every sample. For games whose turns are many small
     steps (a stick, a card onto a meld, a pair to discard) the bandit then spends its
     playouts on the steps worth taking rather than on hundreds of equivalent ones; without
-    it every legal move is a candidate.
+    it every legal move is a candidate. ``deep`` is the level's ``Budget.deep``: false, the
+    adapter leaves the moves whose playouts run long to its playout policy.
 
 ``PLAYOUT_STEPS: int`` (optional, only with ``evaluate``)
     The moves after which a playout stops and ``evaluate`` scores it; without it playouts

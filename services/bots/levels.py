@@ -19,9 +19,12 @@ class Budget:
 
     playouts: int
     cpu_s: float | None
+    # Whether the adapter weighs the moves whose playouts run long (More's last turns, played
+    # out to the round's end); without, it leaves them to its playout policy.
+    deep: bool = True
 
 
 BUDGETS = {
-    MEDIUM: Budget(playouts=150, cpu_s=0.06),
+    MEDIUM: Budget(playouts=150, cpu_s=0.06, deep=False),
     HARD: Budget(playouts=4000, cpu_s=0.25),
 }

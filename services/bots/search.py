@@ -81,7 +81,9 @@ def search(
     rng = random.Random(seed)
     first = adapter.determinize(view, seat, rng, history=history)
     narrow = getattr(adapter, "candidate_moves", None)
-    moves: list[JsonDict] = narrow(first, seat, rng) if narrow is not None else first.legal_moves(seat)
+    moves: list[JsonDict] = (
+        narrow(first, seat, rng, deep=budget.deep) if narrow is not None else first.legal_moves(seat)
+    )
     if not moves:
         raise ValueError(f"seat {seat} has no move to make in this view")
     if len(moves) == 1:

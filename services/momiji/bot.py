@@ -164,11 +164,12 @@ DRAFT_ORDER = (
 START_BONUS = 0.8  # a 0 on an empty stack scores nothing yet, but opens a stack
 
 
-def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
+def candidate_moves(state: State, seat: int, rng: random.Random, deep: bool = True) -> list[JsonDict]:
     """The moves worth searching: every main action, power and end of the turn, but of the
     moves that come in dozens of equivalent forms only the likeliest: the pair the policy would
     discard for an acorn, the most useful display card for the Stone Lantern, and the Koi Pond
-    swaps of the least useful hand card."""
+    swaps of the least useful hand card. The same at every level (``deep``: no playout here
+    runs long)."""
     moves = state.legal_moves(seat)
     if state.phase != "PHASE_MAIN":
         return moves

@@ -49,9 +49,10 @@ MELDS_WEIGHED = 6  # melding steps of each kind the search weighs while the turn
 # A move's worth is small beside the deal's: the search compares its candidates on the same samples.
 SAME_SAMPLES = True
 # With this many cards or fewer left to draw, a playout runs to the end of the round, which
-# scores what every hand still holds: the search then weighs every discard and, for every
-# seat, drawing against taking the discard pile (the last turns decide who holds the least).
-ENDGAME = 12
+# scores what every hand still holds: a deep search (``hard``) then weighs the first discards
+# and, for every seat, drawing against taking the discard pile (the last turns decide who
+# holds the least); ``medium`` leaves those moves to the policy.
+ENDGAME = 20
 ENDGAME_DISCARDS = 8  # the discards weighed there, in the policy's order (a hand may hold dozens)
 DEALT_TO_DRAW = DECK_SIZE - PLAYERS * HAND_SIZE - 1  # left to draw when a round has just been dealt
 
@@ -253,13 +254,14 @@ def evaluate(state: State, seat: int) -> float:
     return 1.0 / (1.0 + math.exp(-max(-2000.0, min(2000.0, lead)) / EVALUATE_SCALE))
 
 
-def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
+def candidate_moves(state: State, seat: int, rng: random.Random, deep: bool = True) -> list[JsonDict]:
     """The moves worth searching, from the seat's hand, the public table and the events only:
     every bid; drawing and taking the discard pile, when both are allowed, for the Solo, for a
-    Pair partner once the Solo has taken a pile in the round so far, and for everyone in the
-    endgame (``ENDGAME``); while the 7.5 minimum binds or a taken pile's top card must still be
-    melded, the first melding steps of each kind and taking back; the policy's move and one
-    discard of every other card in the endgame; everywhere else the playout policy's move alone.
+    Pair partner once the Solo has taken a pile in the round so far, and for everyone in a deep
+    search's endgame (``ENDGAME``); while the 7.5 minimum binds or a taken pile's top card must
+    still be melded, the first melding steps of each kind and taking back; the policy's move and
+    the first other discards in a deep search's endgame; everywhere else the playout policy's
+    move alone.
     Which pile to take decides who melds the most. A Pair partner facing a Solo who takes no
     piles (the ``policy`` level's) does best with the policy's draws, which the playouts, whose
     Solo takes every pile, would talk him out of. Searched discards lost to the policy's before
@@ -269,19 +271,19 @@ def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDic
     moves = state.legal_moves(seat)
     if state.phase == "bidding":
         return moves
-    endgame = _to_draw(state) <= ENDGAME
+    endgame = deep and _to_draw(state) <= ENDGAME
+    if state.phase == "play":
+        t = state.t
+        if (t.opening and t.halves < OPENING_HALVES) or not any("discard" in m for m in moves):
+            return _first_steps(moves)
     policy = playout_move(state, seat, None)
     if state.phase == "draw":
         weighed = endgame or seat == state.solo or getattr(state, "solo_takes_piles", False)
         if not weighed or {"take_pile": {}} not in moves:
             return [policy]
         return [policy, {"draw": {}} if "take_pile" in policy else {"take_pile": {}}]
-    if state.phase == "play":
-        t = state.t
-        if (t.opening and t.halves < OPENING_HALVES) or not any("discard" in m for m in moves):
-            return _first_steps(moves)
-        if endgame:
-            return [policy, *_other_discards(state, seat, moves, policy)]
+    if state.phase == "play" and endgame:
+        return [policy, *_other_discards(state, seat, moves, policy)]
     return [policy]
 
 

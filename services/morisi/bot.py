@@ -158,10 +158,11 @@ ROUTES_WEIGHED = 4  # routes whose first stick the search weighs at the start of
 PLACES_WEIGHED = 8  # pawn placements the search weighs
 
 
-def candidate_moves(state: State, seat: int, rng: random.Random) -> list[JsonDict]:
+def candidate_moves(state: State, seat: int, rng: random.Random, deep: bool = True) -> list[JsonDict]:
     """The moves worth searching: every pawn move and prediction, the likeliest placements, and
     in a build the first sticks of a few short routes the seat can pay for (the next stick of the
-    route under way), building the route once it is one, and ending the turn."""
+    route under way), building the route once it is one, and ending the turn. The same at every
+    level (``deep``: no playout here runs long)."""
     moves = state.legal_moves(seat)
     phase = state.phase
     if phase == "PHASE_PLACE":

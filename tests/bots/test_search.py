@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from types import ModuleType
 
-from services.bots.levels import Budget
+from services.bots.levels import BUDGETS, HARD, MEDIUM, Budget
 from services.bots.search import SETTLED_AFTER, search, settled
 
 
@@ -113,3 +113,21 @@ def test_a_sample_the_cpu_budget_cuts_short_is_left_out():
     move = search(module, {}, 0, Budget(playouts=4000, cpu_s=0.05), seed=1)
     assert len(deals) == len(scripted) + 1, "the search stopped within the cut sample"
     assert move == {"edge": 0.2}
+
+
+def test_the_level_tells_the_adapter_whether_to_weigh_the_moves_whose_playouts_run_long():
+    """``Budget.deep`` reaches ``candidate_moves``: ``hard`` weighs those moves, ``medium`` leaves
+    them to the playout policy (More's endgame)."""
+    told: list[bool] = []
+    module = _coin_adapter(True, [])
+
+    def candidate_moves(state, seat, rng, deep=True):
+        told.append(deep)
+        return state.legal_moves(seat) if deep else state.legal_moves(seat)[:1]
+
+    module.candidate_moves = candidate_moves  # type: ignore[attr-defined]
+    shallow = Budget(playouts=30, cpu_s=None, deep=False)
+    assert search(module, {}, 0, shallow, seed=1) == {"edge": EDGES[0]}
+    assert search(module, {}, 0, Budget(playouts=150, cpu_s=None), seed=1) == {"edge": 0.2}
+    assert told == [False, True]
+    assert not BUDGETS[MEDIUM].deep and BUDGETS[HARD].deep

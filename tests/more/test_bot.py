@@ -217,6 +217,27 @@ def test_in_the_endgame_the_search_weighs_the_policys_first_few_discards_one_of_
     assert weighed > 20 and many > 3, (weighed, many)
 
 
+def test_a_shallow_search_leaves_the_endgames_discards_and_a_partners_draws_to_the_policy():
+    """``medium`` (``deep`` false): in the endgame a discard is the policy's alone, and a Pair
+    partner weighs the pile only once the Solo takes piles, as earlier in the round."""
+    seen = {"discard": 0, "partner draw": 0}
+    for state, seat in _playout_positions(range(10)):
+        moves = state.legal_moves(seat)
+        if _to_draw(state) > ENDGAME or state.phase == "bidding":
+            continue
+        policy = playout_move(state, seat, None)
+        shallow = candidate_moves(state, seat, random.Random(1), deep=False)
+        if state.phase == "play" and not state.t.opening and any("discard" in m for m in moves):
+            assert shallow == [policy]
+            seen["discard"] += len(candidate_moves(state, seat, random.Random(1))) > 1
+        elif state.phase == "draw" and seat != state.solo and {"take_pile": {}} in moves:
+            state.solo_takes_piles = False  # type: ignore[attr-defined]
+            assert candidate_moves(state, seat, random.Random(1), deep=False) == [policy]
+            assert len(candidate_moves(state, seat, random.Random(1))) == 2
+            seen["partner draw"] += 1
+    assert all(count > 5 for count in seen.values()), seen
+
+
 def test_a_playout_in_the_endgame_runs_to_the_rounds_end_and_scores_the_totals_there():
     """Many rounds: the playout stops where its round ends, the next one just dealt, and scores
     the match's totals then (not what the new hands hold); earlier, after PLAYOUT_STEPS moves."""
@@ -234,6 +255,7 @@ def test_a_playout_in_the_endgame_runs_to_the_rounds_end_and_scores_the_totals_t
             continue
         assert state.round == start + 1 and not state.melds and len(state.discard) == 1
         lead = state.totals[seat] - max(t for p, t in enumerate(state.totals) if p != seat)
+        lead = max(-2000, min(2000, lead))  # evaluate's bound: past it the curve is flat anyway
         assert reward == pytest.approx(1 / (1 + math.exp(-lead / EVALUATE_SCALE)))
         ended += 1
     assert ended >= 3
