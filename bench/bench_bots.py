@@ -139,15 +139,21 @@ def _job(match: Match) -> tuple[Match, float, list[float]]:
 DECIDING_CODE = ("services/bots/decide.py", "services/bots/levels.py", "services/bots/search.py")
 
 
-def bots_version(game: str) -> str:
-    """A digest of the code ``game``'s bots decide with (the search, the levels, its adapter):
-    results kept in a results file count only for the code that played them."""
-    digest = hashlib.sha256()
-    module = adapter(game)
+def deciding_files(game: str) -> list[Path]:
+    """The code ``game``'s bots decide with: the search, the levels, and its adapter's package
+    (the adapter, what it samples and plays with, the rules)."""
     files = [ROOT / name for name in DECIDING_CODE]
+    module = adapter(game)
     if module is not None and module.__file__:
-        files.append(Path(module.__file__))
-    for path in sorted(files):
+        files += Path(module.__file__).parent.glob("*.py")
+    return sorted(files)
+
+
+def bots_version(game: str) -> str:
+    """A digest of ``deciding_files``: results kept in a results file count only for the code
+    that played them."""
+    digest = hashlib.sha256()
+    for path in deciding_files(game):
         digest.update(path.relative_to(ROOT).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:16]
 

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import json
 
-from bench.bench_bots import PLAYOUT, Results, bots_version, counted, play_one, target, verdict
+from bench.bench_bots import (
+    PLAYOUT,
+    ROOT,
+    Results,
+    bots_version,
+    counted,
+    deciding_files,
+    play_one,
+    target,
+    verdict,
+)
 from services.bots.adapters import games_with_adapters
 from services.catalog import rules_module
 
@@ -83,3 +93,9 @@ def test_all_seats_counts_only_seeds_held_from_every_seat():
     assert counted(every, held, all_seats=True) == every[:3]
     assert counted(rotation, held, all_seats=False) == rotation
     assert len(counted(every, held, all_seats=False)) == 8
+
+
+def test_the_digest_covers_what_the_adapter_samples_with_and_the_rules():
+    files = {path.relative_to(ROOT).as_posix() for path in deciding_files("more")}
+    assert {"services/more/bot.py", "services/more/sample.py", "services/more/rules.py"} <= files
+    assert "services/bots/search.py" in files and "services/mori/bot.py" not in files
