@@ -45,6 +45,7 @@ PANKAL_MELD_SIZE = 5  # a meld this long takes a pankal at any time (a biriba is
 # (the searches that remain, ``candidate_moves``, weigh melding steps, whose worth shows soon).
 PLAYOUT_STEPS = 45
 EVALUATE_SCALE = 150.0  # points of lead that make a win about three times likelier than a loss
+LEAD_BOUND = 2000.0  # a lead past it changes nothing (the curve is flat), and exp stays finite
 MELDS_WEIGHED = 6  # melding steps of each kind the search weighs while the turn must meld
 # A move's worth is small beside the deal's: the search compares its candidates on the same samples.
 SAME_SAMPLES = True
@@ -251,7 +252,7 @@ def evaluate(state: State, seat: int) -> float:
     ):
         totals = state.round_result(-1)["totals"]
     lead = totals[seat] - max(t for p, t in enumerate(totals) if p != seat)
-    return 1.0 / (1.0 + math.exp(-max(-2000.0, min(2000.0, lead)) / EVALUATE_SCALE))
+    return 1.0 / (1.0 + math.exp(-max(-LEAD_BOUND, min(LEAD_BOUND, lead)) / EVALUATE_SCALE))
 
 
 def candidate_moves(state: State, seat: int, rng: random.Random, deep: bool = True) -> list[JsonDict]:

@@ -17,6 +17,7 @@ from services.more.bot import (
     EVALUATE_SCALE,
     LATE,
     LATE_PILE,
+    LEAD_BOUND,
     PILE_MARGIN,
     PLAYOUT_STEPS,
     SMALL_PILE,
@@ -255,7 +256,7 @@ def test_a_playout_in_the_endgame_runs_to_the_rounds_end_and_scores_the_totals_t
             continue
         assert state.round == start + 1 and not state.melds and len(state.discard) == 1
         lead = state.totals[seat] - max(t for p, t in enumerate(state.totals) if p != seat)
-        lead = max(-2000, min(2000, lead))  # evaluate's bound: past it the curve is flat anyway
+        lead = max(-LEAD_BOUND, min(LEAD_BOUND, lead))
         assert reward == pytest.approx(1 / (1 + math.exp(-lead / EVALUATE_SCALE)))
         ended += 1
     assert ended >= 3
