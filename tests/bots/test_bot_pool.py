@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import signal
 import time
 from concurrent.futures.process import BrokenProcessPool
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from services.bots import worker
 from services.bots.decide import seat_information
 from services.catalog import rules_module
 from services.runtime.bot_pool import BotPool
@@ -166,3 +168,31 @@ def test_workers_given_cpus_of_their_own_run_only_there():
         assert os.sched_getscheduler(worker) == os.SCHED_IDLE, "and still at the lowest priority"
     finally:
         pool.close()
+
+
+def _switches_spinning(cpu_s: float) -> tuple[int, tuple[float, float]]:
+    """In a worker: how often its main thread gave up its CPU while a busy loop of ``cpu_s``
+    ran as a decision does, and the worker's interval timer after it."""
+    before = resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw
+    with worker.paced():
+        until = time.process_time() + cpu_s
+        while time.process_time() < until:
+            pass
+    return resource.getrusage(resource.RUSAGE_THREAD).ru_nvcsw - before, signal.getitimer(signal.ITIMER_REAL)
+
+
+@pytest.mark.parametrize("sharing", [True, False])
+def test_a_worker_sharing_the_replicas_cpus_decides_in_bursts(sharing):
+    """Sharing, a decision's 50 ms of CPU time come in bursts of 0.5 ms, each ended by a
+    pause (a voluntary switch: about 100 of them); on CPUs of its own, a worker runs straight
+    through. Either way the timer is off once the decision is made."""
+    pool = BotPool(1, "idle", frozenset() if sharing else frozenset({max(os.sched_getaffinity(0))}))
+    try:
+        switches, timer = pool._started().submit(_switches_spinning, 0.05).result(timeout=60)
+    finally:
+        pool.close()
+    if sharing:
+        assert switches >= 20, switches
+    else:
+        assert switches <= 3, switches
+    assert timer == (0.0, 0.0)
