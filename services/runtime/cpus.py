@@ -1,11 +1,10 @@
 """CPUs of their own for a replica's bot workers (``MOGAMES_BOT_OWN_CPUS``).
 
-At the lowest priority a searching worker still costs human moves on the same cores (measured:
-docs/bots.md), most likely because each of the path's wake-ups that lands on the worker's core
-(gateway, replica, Redis) pays for the preemption and finds the caches full of the search, as
-any busy loop there does. Where a replica has cores of its
-own (a container's cpuset, systemd's ``CPUAffinity=``, Kubernetes' static CPU manager), the
-operator may hand the last ``n`` of them to the workers: the replica's threads then keep off
+Sharing the replica's cores, a worker searches at the lowest priority and in short bursts, so
+that human moves keep their latency (``services/bots/worker.py``); the pauses cost the bots
+pace. Where a replica has cores of its own (a container's cpuset, systemd's
+``CPUAffinity=``, Kubernetes' static CPU manager), the operator may hand the last ``n`` of
+them to the workers, which then search straight through: the replica's threads keep off
 those, and the workers run only there. The placement is Linux's thread affinity.
 """
 
