@@ -89,7 +89,7 @@ def search(
     if len(moves) == 1:
         return moves[0]
     if getattr(adapter, "SAME_SAMPLES", False):
-        return _on_same_samples(adapter, view, seat, budget, rng, history, moves, started)
+        return _on_same_samples(adapter, view, seat, budget, rng, history, moves, started, first)
     visits = [0] * len(moves)
     totals = [0.0] * len(moves)
     state = first
@@ -127,23 +127,26 @@ def _on_same_samples(
     history: list[JsonDict] | None,
     moves: list[JsonDict],
     started: float,
+    first: Any,
 ) -> JsonDict:
     """Every move played out on each sample, with the same playout randomness; the best total wins
-    (ties to the earlier move)."""
+    (ties to the earlier move). The budget may end a sample after any playout, the first
+    sample's too (an endgame's playouts are long, and a hand may offer many moves): with no
+    whole sample, the playout policy decides on the first sample (``first``), as in a playout."""
     visits = [0] * len(moves)
     totals = [0.0] * len(moves)
     done = 0
 
-    def spent() -> bool:
-        return budget.cpu_s is not None and done > 0 and time.process_time() - started >= budget.cpu_s
+    def spent(played: int) -> bool:
+        return budget.cpu_s is not None and played > 0 and time.process_time() - started >= budget.cpu_s
 
     while done + len(moves) <= max(budget.playouts, len(moves)):
-        if spent() or (done >= SETTLED_AFTER and settled(visits, totals, done)):
+        if spent(done) or (done >= SETTLED_AFTER and settled(visits, totals, done)):
             break
         sample_seed, playout_seed = rng.getrandbits(64), rng.getrandbits(64)
         rewards: list[float] = []
         for move in moves:
-            if spent():
+            if spent(done + len(rewards)):
                 break
             state = adapter.determinize(view, seat, random.Random(sample_seed), history=history)
             rewards.append(_played_out(adapter, state, seat, move, random.Random(playout_seed)))
@@ -153,6 +156,8 @@ def _on_same_samples(
             visits[i] += 1
             totals[i] += reward
         done += len(moves)
+    if not done:
+        return dict(adapter.playout_move(first, seat, rng))
     return moves[max(range(len(moves)), key=lambda i: (totals[i], -i))]
 
 

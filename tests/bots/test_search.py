@@ -115,6 +115,28 @@ def test_a_sample_the_cpu_budget_cuts_short_is_left_out():
     assert move == {"edge": 0.2}
 
 
+def test_a_first_sample_the_cpu_budget_cuts_short_leaves_the_decision_to_the_policy():
+    """Where one sample's playouts outlast the budget, the decision stops after the playout
+    that spent it and plays the playout policy's move, not the best of a sample still to
+    finish: a decision's CPU is its budget plus at most one playout."""
+    deals: list[float] = []
+
+    def determinize(view, seat, rng, history=None):
+        if deals:  # every playout of the first sample: only edge 0.2 would win it
+            spin_until = time.process_time() + 0.06
+            while time.process_time() < spin_until:
+                pass
+        deals.append(0.35)
+        return _CoinState(0.35)
+
+    module = _coin_adapter(True, [])
+    module.determinize = determinize  # type: ignore[attr-defined]
+    module.playout_move = lambda state, seat, rng: {"edge": EDGES[-1]}  # type: ignore[attr-defined]
+    move = search(module, {}, 0, Budget(playouts=4000, cpu_s=0.05), seed=1)
+    assert len(deals) == 2, "the opening sample, then the first move's playout alone"
+    assert move == {"edge": EDGES[-1]}
+
+
 def test_the_level_tells_the_adapter_whether_to_weigh_the_moves_whose_playouts_run_long():
     """``Budget.deep`` reaches ``candidate_moves``: ``hard`` weighs those moves, ``medium`` leaves
     them to the playout policy (More's endgame)."""
