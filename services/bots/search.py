@@ -32,6 +32,9 @@ SETTLED_SHARE = 0.8
 # sensible move keeps it), or no move wins more than 1 - DECIDED_WIN (a lost one). Against a
 # weak opponent most of a match is such positions; searching them on only costs CPU.
 DECIDED_WIN = 0.97
+# A playout looks at the CPU clock every this many moves: a decision's deadline stops it there
+# (More's last turns play out to the round's end, tens of milliseconds with full hands).
+CLOCK_EVERY = 8
 
 
 def outcome(state: Any, seat: int) -> float:
@@ -40,13 +43,18 @@ def outcome(state: Any, seat: int) -> float:
     return 1.0 / len(winners) if seat in winners else 0.0
 
 
-def playout(adapter: ModuleType, state: Any, seat: int, rng: random.Random) -> float:
-    """Play ``state`` on with the adapter's playout policy; ``seat``'s reward in [0, 1]."""
+def playout(
+    adapter: ModuleType, state: Any, seat: int, rng: random.Random, deadline: float | None = None
+) -> float | None:
+    """Play ``state`` on with the adapter's playout policy; ``seat``'s reward in [0, 1], or None
+    where the process's CPU time (``time.process_time``) reaches ``deadline`` first."""
     evaluate = getattr(adapter, "evaluate", None)
     limit, round_of = _horizon(adapter, state) if evaluate is not None else (None, None)
     start = round_of(state) if round_of is not None else None
     steps = 0
     while not state.is_over():
+        if steps % CLOCK_EVERY == 0 and _past(deadline):
+            return None
         if (limit is not None and steps >= limit) or (round_of is not None and round_of(state) != start):
             return float(evaluate(state, seat))  # type: ignore[misc]
         active = state.active_seats()
@@ -76,8 +84,11 @@ def search(
     seed: int,
     history: list[JsonDict] | None = None,
 ) -> JsonDict:
-    """The move the search prefers for ``seat`` (one of its legal moves)."""
+    """The move the search prefers for ``seat`` (one of its legal moves). A CPU budget is a
+    deadline: the playout under way when it passes counts for nothing, and a decision with no
+    playout done plays the playout policy's move."""
     started = time.process_time()
+    deadline = None if budget.cpu_s is None else started + budget.cpu_s
     rng = random.Random(seed)
     first = adapter.determinize(view, seat, rng, history=history)
     narrow = getattr(adapter, "candidate_moves", None)
@@ -89,33 +100,50 @@ def search(
     if len(moves) == 1:
         return moves[0]
     if getattr(adapter, "SAME_SAMPLES", False):
-        return _on_same_samples(adapter, view, seat, budget, rng, history, moves, started, first)
+        return _on_same_samples(adapter, view, seat, budget, rng, history, moves, deadline)
     visits = [0] * len(moves)
     totals = [0.0] * len(moves)
     state = first
     for done in range(budget.playouts):
-        if budget.cpu_s is not None and done and time.process_time() - started >= budget.cpu_s:
-            break
         if done >= SETTLED_AFTER and done % 10 == 0 and settled(visits, totals, done):
             break
         if done:
             state = adapter.determinize(view, seat, rng, history=history)
         choice = _select(visits, totals, done)
+        reward = None if _past(deadline) else _played_out(adapter, state, seat, moves[choice], rng, deadline)
+        if reward is None:
+            break
         visits[choice] += 1
-        totals[choice] += _played_out(adapter, state, seat, moves[choice], rng)
+        totals[choice] += reward
+    if not any(visits):
+        return _policy_move(adapter, view, seat, rng, history)
     best = max(range(len(moves)), key=lambda i: (visits[i], totals[i]))
     return moves[best]
 
 
-def _played_out(adapter: ModuleType, state: Any, seat: int, move: JsonDict, rng: random.Random) -> float:
-    """``seat``'s reward for ``move`` in the sample ``state``, played out from there."""
+def _played_out(
+    adapter: ModuleType, state: Any, seat: int, move: JsonDict, rng: random.Random, deadline: float | None
+) -> float | None:
+    """``seat``'s reward for ``move`` in the sample ``state``, played out from there (None: the
+    deadline came first)."""
     try:
         state.apply(seat, move)
     except MoveError:
         # The move is legal in every state consistent with the seat's view, unless an
         # adapter's sample is off: a refusal counts as the worst result.
         return 0.0
-    return playout(adapter, state, seat, rng)
+    return playout(adapter, state, seat, rng, deadline)
+
+
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.process_time() >= deadline
+
+
+def _policy_move(
+    adapter: ModuleType, view: JsonDict, seat: int, rng: random.Random, history: list[JsonDict] | None
+) -> JsonDict:
+    """What the playout policy plays for ``seat`` on a fresh sample of its information."""
+    return dict(adapter.playout_move(adapter.determinize(view, seat, rng, history=history), seat, rng))
 
 
 def _on_same_samples(
@@ -126,38 +154,36 @@ def _on_same_samples(
     rng: random.Random,
     history: list[JsonDict] | None,
     moves: list[JsonDict],
-    started: float,
-    first: Any,
+    deadline: float | None,
 ) -> JsonDict:
     """Every move played out on each sample, with the same playout randomness; the best total wins
-    (ties to the earlier move). The budget may end a sample after any playout, the first
-    sample's too (an endgame's playouts are long, and a hand may offer many moves): with no
-    whole sample, the playout policy decides on the first sample (``first``), as in a playout."""
+    (ties to the earlier move). The deadline may cut any sample short, the first one's too (an
+    endgame's playouts are long, and a hand may offer many moves): such a sample is left out,
+    as every move is judged on the same ones; with none whole, the playout policy decides."""
     visits = [0] * len(moves)
     totals = [0.0] * len(moves)
     done = 0
-
-    def spent(played: int) -> bool:
-        return budget.cpu_s is not None and played > 0 and time.process_time() - started >= budget.cpu_s
-
     while done + len(moves) <= max(budget.playouts, len(moves)):
-        if spent(done) or (done >= SETTLED_AFTER and settled(visits, totals, done)):
+        if done >= SETTLED_AFTER and settled(visits, totals, done):
             break
         sample_seed, playout_seed = rng.getrandbits(64), rng.getrandbits(64)
         rewards: list[float] = []
         for move in moves:
-            if spent(done + len(rewards)):
+            if _past(deadline):
                 break
             state = adapter.determinize(view, seat, random.Random(sample_seed), history=history)
-            rewards.append(_played_out(adapter, state, seat, move, random.Random(playout_seed)))
+            reward = _played_out(adapter, state, seat, move, random.Random(playout_seed), deadline)
+            if reward is None:
+                break
+            rewards.append(reward)
         if len(rewards) < len(moves):
-            break  # a sample the budget cut short is left out: every move is judged on the same ones
+            break
         for i, reward in enumerate(rewards):
             visits[i] += 1
             totals[i] += reward
         done += len(moves)
     if not done:
-        return dict(adapter.playout_move(first, seat, rng))
+        return _policy_move(adapter, view, seat, rng, history)
     return moves[max(range(len(moves)), key=lambda i: (totals[i], -i))]
 
 

@@ -1,13 +1,14 @@
-"""When the search stops before its budget (a settled decision), and how comparing the moves on
-the same samples finds what fresh samples miss."""
+"""When the search stops: before its budget (a settled decision), and at its CPU deadline; and
+how comparing the moves on the same samples finds what fresh samples miss."""
 
 from __future__ import annotations
 
+import random
 import time
 from types import ModuleType
 
 from services.bots.levels import BUDGETS, HARD, MEDIUM, Budget
-from services.bots.search import SETTLED_AFTER, search, settled
+from services.bots.search import SETTLED_AFTER, playout, search, settled
 
 
 def test_a_move_taking_most_playouts_settles_the_decision():
@@ -133,8 +134,38 @@ def test_a_first_sample_the_cpu_budget_cuts_short_leaves_the_decision_to_the_pol
     module.determinize = determinize  # type: ignore[attr-defined]
     module.playout_move = lambda state, seat, rng: {"edge": EDGES[-1]}  # type: ignore[attr-defined]
     move = search(module, {}, 0, Budget(playouts=4000, cpu_s=0.05), seed=1)
-    assert len(deals) == 2, "the opening sample, then the first move's playout alone"
+    assert len(deals) == 3, "the opening sample, the first move's playout, the policy's sample"
     assert move == {"edge": EDGES[-1]}
+
+
+class _EndlessState:
+    """A game that would go on for 100,000 moves of a millisecond's CPU each."""
+
+    def __init__(self) -> None:
+        self.moves = 0
+
+    def is_over(self) -> bool:
+        return self.moves >= 100_000
+
+    def active_seats(self) -> list[int]:
+        return [0]
+
+    def apply(self, seat: int, move: dict) -> list:
+        spin_until = time.process_time() + 0.001
+        while time.process_time() < spin_until:
+            pass
+        self.moves += 1
+        return []
+
+
+def test_a_playout_stops_at_the_decisions_deadline():
+    """A playout looks at the CPU clock as it goes: one still under way at the deadline counts
+    for nothing, however long its game would have run."""
+    module = ModuleType("endless")
+    module.playout_move = lambda state, seat, rng: {}  # type: ignore[attr-defined]
+    state = _EndlessState()
+    assert playout(module, state, 0, random.Random(1), deadline=time.process_time() + 0.02) is None
+    assert 0 < state.moves < 100_000
 
 
 def test_the_level_tells_the_adapter_whether_to_weigh_the_moves_whose_playouts_run_long():
