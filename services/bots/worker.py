@@ -35,8 +35,9 @@ PARENT_CHECK_S = 1.0
 BURST_S = 0.0005
 PAUSE_S = 0.0001
 
-# Whether this worker shares the replica's CPUs (set at its start).
+# Whether this worker shares the replica's CPUs (set at its start), and is deciding now.
 _sharing = False
+_deciding = False
 
 
 def initialize(priority: str = IDLE, cpus: frozenset[int] = frozenset()) -> None:
@@ -76,19 +77,25 @@ def _exit_with(parent: int) -> None:
 def paced() -> Iterator[None]:
     """Within, a worker sharing the replica's CPUs runs in bursts of ``BURST_S``, each ended by
     a pause of ``PAUSE_S`` (``SIGALRM``, handled between two bytecodes of whatever runs)."""
+    global _deciding
     if not _sharing:
         yield
         return
+    _deciding = True
     signal.setitimer(signal.ITIMER_REAL, BURST_S)
     try:
         yield
     finally:
+        _deciding = False
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def _pause(_signal: int, _frame: object) -> None:
-    time.sleep(PAUSE_S)
-    signal.setitimer(signal.ITIMER_REAL, BURST_S)
+    # A signal raised just before the timer was stopped is handled after it: ignored then, so
+    # that an idle worker is not woken on and on.
+    if _deciding:
+        time.sleep(PAUSE_S)
+        signal.setitimer(signal.ITIMER_REAL, BURST_S)
 
 
 def decide_timed(
