@@ -87,8 +87,7 @@ def search(
     """The move the search prefers for ``seat`` (one of its legal moves). A CPU budget is a
     deadline: the playout under way when it passes counts for nothing, and a decision with no
     playout done plays the playout policy's move."""
-    started = time.process_time()
-    deadline = None if budget.cpu_s is None else started + budget.cpu_s
+    deadline = None if budget.cpu_s is None else time.process_time() + budget.cpu_s
     rng = random.Random(seed)
     first = adapter.determinize(view, seat, rng, history=history)
     narrow = getattr(adapter, "candidate_moves", None)
@@ -105,12 +104,12 @@ def search(
     totals = [0.0] * len(moves)
     state = first
     for done in range(budget.playouts):
-        if done >= SETTLED_AFTER and done % 10 == 0 and settled(visits, totals, done):
+        if _past(deadline) or (done >= SETTLED_AFTER and done % 10 == 0 and settled(visits, totals, done)):
             break
         if done:
             state = adapter.determinize(view, seat, rng, history=history)
         choice = _select(visits, totals, done)
-        reward = None if _past(deadline) else _played_out(adapter, state, seat, moves[choice], rng, deadline)
+        reward = _played_out(adapter, state, seat, moves[choice], rng, deadline)
         if reward is None:
             break
         visits[choice] += 1
