@@ -12,7 +12,7 @@ from mogames.common.v1 import common_pb2
 
 from services.catalog import rules_module
 from services.runtime.auth import SESSION_METADATA
-from services.runtime.codec import generated_modules
+from services.runtime.codec import generated_modules, stub_class
 
 
 def game_modules(game: str) -> tuple[ModuleType, ModuleType]:
@@ -35,8 +35,8 @@ class GameClient:
     def __init__(self, channel: grpc.aio.Channel, game: str, timeout_s: float = 10.0) -> None:
         self.game = game
         self.info = rules_module(game).GAME
-        self.pb2, pb2_grpc = game_modules(game)
-        self.stub = getattr(pb2_grpc, f"{self.info.service}Stub")(channel)
+        self.pb2 = game_modules(game)[0]
+        self.stub = stub_class(self.info)(channel)
         self.timeout_s = timeout_s
 
     async def create(

@@ -24,7 +24,7 @@ from gateway.matchmaker import RPC_TIMEOUT_S, Matchmaker
 from services.engine import GameInfo
 from services.runtime import keys
 from services.runtime.auth import SESSION_METADATA, player_of_session, session_token
-from services.runtime.codec import generated_modules
+from services.runtime.codec import stub_class
 from services.runtime.errors import FailedPrecondition, InvalidArgument
 from services.runtime.limits import client_id
 from services.runtime.player_erasure import refuse_deleted
@@ -127,12 +127,12 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         cursor = _cursor(request.page_token)
         redis = self._matchmaker().redis
         index = keys.public_matches(game.name)
-        stub_class = getattr(generated_modules(game)[1], f"{game.service}Stub")
+        stub = stub_class(game)
         pool = self.pools[game.name]
 
         async def get_match(match_id: str) -> common_pb2.Match | None:
             # At the match's replica, fail-fast: a game with no replica up is UNAVAILABLE now.
-            return await _get_match(stub_class((await pool.choose(match_id.encode())).channel), match_id)
+            return await _get_match(stub((await pool.choose(match_id.encode())).channel), match_id)
 
         found: list[tuple[float, common_pb2.Match]] = []
         top: float | str = "+inf" if cursor is None else cursor[0]

@@ -36,7 +36,7 @@ from gateway.backends import ReplicaPool
 from services.engine import GameInfo
 from services.runtime import keys
 from services.runtime.auth import SESSION_METADATA
-from services.runtime.codec import generated_modules
+from services.runtime.codec import generated_modules, stub_class
 from services.runtime.errors import FailedPrecondition, InvalidArgument, Unavailable
 from services.runtime.limits import FORWARDED_CLIENT
 from services.runtime.redis_client import RedisClient, text
@@ -348,7 +348,7 @@ class Matchmaker:
         (by the match id when there is one, so it reaches the match's replica): fail-fast, so a
         game with no replica up answers UNAVAILABLE at once rather than at the deadline."""
         replica = await self.pools[ticket.game.name].choose(match_id.encode())
-        return getattr(generated_modules(ticket.game)[1], f"{ticket.game.service}Stub")(replica.channel)
+        return stub_class(ticket.game)(replica.channel)
 
     def _ticket_keys(self, ticket: Ticket) -> list[str]:
         return [ticket.key("queue"), ticket.key(f"ticket:{ticket.ticket_id}")]

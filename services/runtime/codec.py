@@ -12,9 +12,9 @@ from services.engine import GameInfo
 from services.runtime.by_identity import ByIdentity
 from services.runtime.event_packing import EventPacking, packing_for
 from services.runtime.history import StoredEvent
-from services.runtime.proto_dicts import from_dict, generated_modules, to_dict
+from services.runtime.proto_dicts import from_dict, generated_modules, stub_class, to_dict
 
-__all__ = ["Codec", "from_dict", "generated_modules", "to_dict"]
+__all__ = ["Codec", "from_dict", "generated_modules", "stub_class", "to_dict"]
 
 # Event messages a codec keeps made (a commit's events go to every watcher and the answer).
 EVENTS_KEPT = 4096

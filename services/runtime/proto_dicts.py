@@ -143,3 +143,8 @@ def generated_modules(game: GameInfo | str) -> tuple[ModuleType, ModuleType]:
     package = game if isinstance(game, str) else game.package
     base = f"mogames.{package}.v1.{package}"
     return importlib.import_module(f"{base}_pb2"), importlib.import_module(f"{base}_pb2_grpc")
+
+
+def stub_class(game: GameInfo) -> Any:
+    """The generated client stub class of a game's service (``<Service>Stub``)."""
+    return getattr(generated_modules(game)[1], f"{game.service}Stub")
