@@ -127,12 +127,12 @@ class LobbyServicer(lobby_pb2_grpc.LobbyServicer):
         cursor = _cursor(request.page_token)
         redis = self._matchmaker().redis
         index = keys.public_matches(game.name)
-        stub = stub_class(game)
+        game_stub = stub_class(game)
         pool = self.pools[game.name]
 
         async def get_match(match_id: str) -> common_pb2.Match | None:
             # At the match's replica, fail-fast: a game with no replica up is UNAVAILABLE now.
-            return await _get_match(stub((await pool.choose(match_id.encode())).channel), match_id)
+            return await _get_match(game_stub((await pool.choose(match_id.encode())).channel), match_id)
 
         found: list[tuple[float, common_pb2.Match]] = []
         top: float | str = "+inf" if cursor is None else cursor[0]
